@@ -1,0 +1,555 @@
+#!/usr/bin/env python3
+"""WTConv benchmark: winconv's WTConv2d against the original module, the official fused CUDA
+module and the 7x7 depthwise conv it replaces, per shape of wtconv_shapes.csv and dtype.
+
+For every (shape, dtype, implementation): forward and training-step (forward + backward)
+time in eager mode and replayed from a CUDA graph (CUDA events, median of >= 20 timed runs
+after warm-up, input buffers rotated so the working set exceeds 2x the L2), peak device
+memory of a training step above its inputs, relative L2 error of the forward output against
+the reference implementation (or the float64 pure-PyTorch implementation when the original
+repository is not given), and for winconv the bytes its kernels move and the bandwidth that
+achieves. Every number written comes from this run.
+
+Outputs in --out: wtconv.csv (DESIGN.md's format), wtconv_extra.csv (all columns),
+wtconv_env.json (GPU, versions, measured copy bandwidth), wtconv_summary.md and wtconv.png
+(the last two by plot_wtconv.py).
+
+    python3 bench/wtconv_bench.py --out OUTDIR [--wtconv-repo PATH] [--fused-repo PATH]
+
+--wtconv-repo is a checkout of the original WTConv repository (imports wtconv.wtconv2d, needs
+pywt); --fused-repo a checkout holding the fused module of "Fast and memory-efficient wavelet
+convolutions via I/O-aware reformulation" (in the same repository, fast_wtconv/wtconv_cuda.py;
+it JIT-compiles its kernels with nvcc on first use). --fused-class picks another
+`module:Class` on that path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import importlib
+import json
+import math
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+import torch
+from torch import nn
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT / "python"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import winconv  # noqa: E402
+from winconv import functional  # noqa: E402
+from winconv._native_loader import native_module  # noqa: E402
+
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+IMPLS = ("winconv", "reference", "official_fused", "depthwise7x7")
+MAIN_COLUMNS = ["shape", "dtype", "impl", "fwd_ms", "train_ms", "peak_bytes", "rel_err"]
+EXTRA_COLUMNS = MAIN_COLUMNS + [
+    "graph_fwd_ms", "graph_train_ms", "rel_err_f64", "grad_rel_err_f64",
+    "fwd_bytes", "train_bytes", "bytes_model", "fwd_GBps", "train_GBps", "error",
+]
+DEFAULT_FUSED_CLASS = "fast_wtconv.wtconv_cuda:WTConv2d"
+
+
+@dataclass
+class Shape:
+    name: str
+    batch: int
+    channels: int
+    height: int
+    width: int
+    kernel_size: int
+    wt_levels: int
+
+    @property
+    def elements(self) -> int:
+        return self.batch * self.channels * self.height * self.width
+
+
+@dataclass
+class Result:
+    shape: str
+    dtype: str
+    impl: str
+    values: Dict[str, object] = field(default_factory=dict)
+
+    def row(self, columns):
+        base = {"shape": self.shape, "dtype": self.dtype, "impl": self.impl}
+        base.update(self.values)
+        return {c: _fmt(base.get(c, "")) for c in columns}
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        return f"{value:.4g}" if abs(value) < 1e-2 and value != 0 else f"{value:.4f}".rstrip("0").rstrip(".")
+    return str(value)
+
+
+# --------------------------------------------------------------------------------------------
+# Inputs
+
+
+def read_shapes(path: Path) -> List[Shape]:
+    lines = [line for line in path.read_text().splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    shapes = []
+    for row in csv.DictReader(lines):
+        shapes.append(
+            Shape(row["name"], int(row["B"]), int(row["C"]), int(row["H"]), int(row["W"]),
+                  int(row["kernel_size"]), int(row["wt_levels"]))
+        )
+    return shapes
+
+
+def default_shapes_path() -> Path:
+    return REPO_ROOT / "bench" / "wtconv_shapes.csv"
+
+
+def l2_cache_bytes() -> int:
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    return int(getattr(props, "L2_cache_size", 0) or 64 * 2**20)
+
+
+class InputPool:
+    """Fresh random inputs, rotated so that consecutive runs never hit in L2."""
+
+    def __init__(self, shape, dtype, l2_bytes: int, budget_bytes: int):
+        one = math.prod(shape) * torch.tensor([], dtype=dtype).element_size()
+        count = max(2, min(32, math.ceil(2 * l2_bytes / one), budget_bytes // max(one, 1)))
+        self.buffers = [torch.randn(shape, device="cuda").to(dtype) for _ in range(count)]
+        self.index = 0
+
+    def next(self) -> torch.Tensor:
+        tensor = self.buffers[self.index]
+        self.index = (self.index + 1) % len(self.buffers)
+        return tensor
+
+
+# --------------------------------------------------------------------------------------------
+# Implementations: each is a module taking (B, C, H, W) in the benchmark dtype.
+
+
+def make_winconv(shape: Shape, seed: int) -> nn.Module:
+    torch.manual_seed(seed)
+    layer = winconv.WTConv2d(shape.channels, shape.channels, kernel_size=shape.kernel_size,
+                             wt_levels=shape.wt_levels)
+    with torch.no_grad():  # scales away from their defaults, as after training
+        layer.base_scale.weight.add_(0.5 * torch.randn_like(layer.base_scale.weight))
+        for scale in layer.level_scales:
+            scale.add_(0.2 * torch.randn_like(scale))
+    return layer
+
+
+def import_class(spec: str, path: Optional[str]):
+    module_name, _, class_name = spec.partition(":")
+    if not class_name:
+        raise ValueError(f"expected module:Class, got {spec!r}")
+    if path and str(Path(path).resolve()) not in sys.path:
+        sys.path.insert(0, str(Path(path).resolve()))
+    return getattr(importlib.import_module(module_name), class_name)
+
+
+def official_state_dict(ours: Dict[str, torch.Tensor], target_keys) -> Dict[str, torch.Tensor]:
+    """Our (original-layout) state_dict renamed for a module with another layout.
+
+    The official fused module names its parameters base_weight, base_bias, base_scale,
+    wt_weights.{l}, wt_scales.{l} (same shapes, same channel order 4c+s).
+    """
+    if set(target_keys) <= set(ours):
+        return {k: ours[k] for k in target_keys}
+    renamed = {
+        "base_weight": ours["base_conv.weight"],
+        "base_scale": ours["base_scale.weight"],
+    }
+    if "base_conv.bias" in ours:
+        renamed["base_bias"] = ours["base_conv.bias"]
+    level = 0
+    while f"wavelet_convs.{level}.weight" in ours:
+        renamed[f"wt_weights.{level}"] = ours[f"wavelet_convs.{level}.weight"]
+        renamed[f"wt_scales.{level}"] = ours[f"wavelet_scale.{level}.weight"]
+        level += 1
+    missing = set(target_keys) - set(renamed)
+    if missing:
+        raise KeyError(f"cannot map winconv parameters onto keys {sorted(missing)}")
+    return {k: renamed[k] for k in target_keys}
+
+
+def build_impls(args, shape: Shape, dtype: torch.dtype, ours: nn.Module) -> Dict[str, Callable[[], nn.Module]]:
+    """Constructors of the requested implementations, all with `ours`'s weights."""
+    state = {k: v.detach().clone() for k, v in ours.state_dict().items()}
+    c, k, levels = shape.channels, shape.kernel_size, shape.wt_levels
+    impls: Dict[str, Callable[[], nn.Module]] = {}
+    if "winconv" in args.impls:
+        # Activations in the benchmark dtype, parameters in float32 (what the module is for).
+        impls["winconv"] = lambda: ours
+    if "depthwise7x7" in args.impls:
+        impls["depthwise7x7"] = lambda: nn.Conv2d(c, c, 7, padding=3, groups=c).cuda().to(dtype)
+    if "reference" in args.impls and args.wtconv_repo:
+        def reference():
+            cls = import_class("wtconv.wtconv2d:WTConv2d", args.wtconv_repo)
+            module = cls(c, c, kernel_size=k, wt_levels=levels)
+            module.load_state_dict(state)
+            return module.cuda().to(dtype)
+        impls["reference"] = reference
+    if "official_fused" in args.impls and args.fused_repo:
+        def official():
+            cls = import_class(args.fused_class, args.fused_repo)
+            module = cls(c, c, kernel_size=k, stride=1, wt_levels=levels, bias=True)
+            module.load_state_dict(official_state_dict(state, module.state_dict().keys()))
+            return module.cuda().to(dtype)
+        impls["official_fused"] = official
+    return impls
+
+
+# --------------------------------------------------------------------------------------------
+# Measurement
+
+
+def median_ms(run: Callable[[], None], prepare: Callable[[], None], iters: int, warmup: int) -> float:
+    """Median device time of `run` (CUDA events around it only); `prepare` runs untimed before."""
+    for _ in range(warmup):
+        prepare()
+        run()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    for start, end in zip(starts, ends):
+        prepare()
+        start.record()
+        run()
+        end.record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+
+
+class Bench:
+    """Holds the inputs of one (shape, dtype) and measures one module at a time."""
+
+    def __init__(self, shape: Shape, dtype: torch.dtype, args):
+        self.shape, self.dtype, self.args = shape, dtype, args
+        dims = (shape.batch, shape.channels, shape.height, shape.width)
+        budget = args.pool_budget_gib * 2**30
+        self.x_pool = InputPool(dims, dtype, l2_cache_bytes(), budget)
+        self.gy_pool = InputPool(dims, dtype, l2_cache_bytes(), budget)
+        for x in self.x_pool.buffers:
+            x.requires_grad_(True)
+        self.check_x = self.x_pool.buffers[0]
+        self.check_gy = self.gy_pool.buffers[0]
+
+    def _clear_grads(self, module):
+        module.zero_grad(set_to_none=True)
+        for x in self.x_pool.buffers:
+            x.grad = None
+
+    def eager_times(self, module):
+        current = {}
+
+        def prepare_fwd():
+            current["x"] = self.x_pool.next()
+
+        def fwd():
+            with torch.no_grad():
+                module(current["x"])
+
+        def prepare_train():
+            self._clear_grads(module)
+            current["x"], current["gy"] = self.x_pool.next(), self.gy_pool.next()
+
+        def train():
+            module(current["x"]).backward(current["gy"])
+
+        fwd_ms = median_ms(fwd, prepare_fwd, self.args.iters, self.args.warmup)
+        train_ms = median_ms(train, prepare_train, self.args.iters, self.args.warmup)
+        self._clear_grads(module)
+        return fwd_ms, train_ms
+
+    def peak_bytes(self, module) -> int:
+        """Peak allocation of one training step above what exists before it (inputs, weights)."""
+        self._clear_grads(module)
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+        module(self.check_x).backward(self.check_gy)
+        torch.cuda.synchronize()
+        peak = torch.cuda.max_memory_allocated() - before
+        self._clear_grads(module)
+        return peak
+
+    def graph_times(self, module):
+        """Forward and training step replayed from CUDA graphs, one graph per pool buffer."""
+        pool = torch.cuda.graph_pool_handle()
+        n = len(self.x_pool.buffers)
+        self._clear_grads(module)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # warm-up outside capture allocates the .grad tensors
+            for i in range(2):
+                module(self.x_pool.buffers[i % n]).backward(self.gy_pool.buffers[i % n])
+        torch.cuda.current_stream().wait_stream(side)
+        fwd_graphs, train_graphs = [], []
+        for i in range(n):
+            g = torch.cuda.CUDAGraph()
+            with torch.no_grad(), torch.cuda.graph(g, pool=pool):
+                module(self.x_pool.buffers[i])
+            fwd_graphs.append(g)
+        for i in range(n):
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g, pool=pool):
+                module(self.x_pool.buffers[i]).backward(self.gy_pool.buffers[i % len(self.gy_pool.buffers)])
+            train_graphs.append(g)
+        results = []
+        for graphs in (fwd_graphs, train_graphs):
+            cursor = {"i": 0}
+
+            def prepare():
+                cursor["i"] = (cursor["i"] + 1) % len(graphs)
+
+            results.append(median_ms(lambda: graphs[cursor["i"]].replay(), prepare, self.args.iters, self.args.warmup))
+        del fwd_graphs, train_graphs
+        self._clear_grads(module)
+        return results
+
+    def forward_output(self, module) -> torch.Tensor:
+        with torch.no_grad():
+            return module(self.check_x.detach()).float()
+
+
+def float64_reference(ours: nn.Module, x: torch.Tensor, gy: torch.Tensor):
+    params = (
+        ours.base_conv.weight.detach().double(),
+        ours.base_conv.bias.detach().double(),
+        ours.base_scale.weight.detach().double(),
+        [w.detach().double() for w in ours.level_weights],
+        [s.detach().double() for s in ours.level_scales],
+    )
+    x64 = x.detach().double()
+    y = functional.wtconv2d_forward(x64, *params)
+    gx = functional.wtconv2d_backward(gy.double(), x64, *params)[0]
+    return y, gx
+
+
+def rel_l2(a: torch.Tensor, b: torch.Tensor) -> float:
+    a, b = a.double(), b.double()
+    if not torch.isfinite(a).all():
+        return float("nan")
+    return ((a - b).norm() / b.norm()).item()
+
+
+def kernel_bytes(shape: Shape, dtype: torch.dtype):
+    """Bytes winconv's kernels move for a forward and a training step, and the model used.
+
+    The native module may report its own per-kernel traffic (`wtconv2d_io_bytes`); otherwise
+    this is the floor every implementation must pay: forward reads x and writes y, backward
+    reads x and dY and writes dx (5N elements per training step).
+    """
+    native = native_module()
+    counter = getattr(native, "wtconv2d_io_bytes", None) if native is not None else None
+    if counter is not None:
+        fwd, bwd = counter(shape.batch, shape.channels, shape.height, shape.width,
+                           shape.kernel_size, shape.wt_levels, 1, dtype)
+        return fwd, fwd + bwd, "kernels"
+    size = torch.tensor([], dtype=dtype).element_size()
+    n = shape.elements
+    return 2 * n * size, 5 * n * size, "floor"
+
+
+def copy_bandwidth_gbps() -> float:
+    """Device-to-device copy bandwidth (read + write) on a 1 GiB buffer, for reference."""
+    src = torch.empty(2**28, dtype=torch.float32, device="cuda").normal_()
+    dst = torch.empty_like(src)
+    ms = median_ms(lambda: dst.copy_(src), lambda: None, 20, 3)
+    return 2 * src.numel() * 4 / (ms * 1e-3) / 1e9
+
+
+# --------------------------------------------------------------------------------------------
+# Driver
+
+
+def run_shape(args, shape: Shape, dtype_name: str) -> List[Result]:
+    dtype = DTYPES[dtype_name]
+    ours = make_winconv(shape, seed=0).cuda()
+    bench = Bench(shape, dtype, args)
+    constructors = build_impls(args, shape, dtype, ours)
+
+    reference_out = None
+    if "reference" in constructors:
+        try:  # the reference output in float32 from the same (rounded) input
+            ref32 = constructors["reference"]().float()
+            with torch.no_grad():
+                reference_out = ref32(bench.check_x.detach().float()).float()
+            del ref32
+        except Exception as exc:  # reported per row below
+            print(f"  reference unavailable for rel_err: {exc}", flush=True)
+    f64_y, f64_gx = float64_reference(ours, bench.check_x, bench.check_gy) if args.f64_check else (None, None)
+
+    results = []
+    for impl, make in constructors.items():
+        result = Result(shape.name, dtype_name, impl)
+        try:
+            module = make()
+            fwd_ms, train_ms = bench.eager_times(module)
+            result.values.update(fwd_ms=fwd_ms, train_ms=train_ms, peak_bytes=bench.peak_bytes(module))
+            if not args.no_graphs:
+                try:
+                    graph_fwd, graph_train = bench.graph_times(module)
+                    result.values.update(graph_fwd_ms=graph_fwd, graph_train_ms=graph_train)
+                except Exception as exc:
+                    result.values["error"] = f"graph: {type(exc).__name__}: {exc}".replace("\n", " ")[:200]
+                    torch.cuda.synchronize()
+            if impl != "depthwise7x7":  # a different operator: no error to report
+                out = bench.forward_output(module)
+                if reference_out is not None:
+                    result.values["rel_err"] = rel_l2(out, reference_out)
+                if f64_y is not None:
+                    result.values["rel_err_f64"] = rel_l2(out, f64_y)
+                    if reference_out is None:
+                        result.values["rel_err"] = result.values["rel_err_f64"]
+            if impl == "winconv":
+                if f64_gx is not None:
+                    x = bench.check_x.detach().clone().requires_grad_(True)
+                    module(x).backward(bench.check_gy)
+                    result.values["grad_rel_err_f64"] = rel_l2(x.grad, f64_gx)
+                fwd_bytes, train_bytes, model = kernel_bytes(shape, dtype)
+                result.values.update(
+                    fwd_bytes=fwd_bytes, train_bytes=train_bytes, bytes_model=model,
+                    fwd_GBps=fwd_bytes / (fwd_ms * 1e-3) / 1e9, train_GBps=train_bytes / (train_ms * 1e-3) / 1e9,
+                )
+            del module
+        except Exception as exc:
+            result.values["error"] = f"{type(exc).__name__}: {exc}".replace("\n", " ")[:300]
+        results.append(result)
+        torch.cuda.empty_cache()
+    return results
+
+
+def progress_line(index: int, total: int, shape: Shape, dtype_name: str, results: List[Result], seconds: float) -> str:
+    parts = []
+    for r in results:
+        v = r.values
+        if "fwd_ms" in v:
+            parts.append(f"{r.impl} {v['fwd_ms']:.3f}/{v['train_ms']:.3f} ms")
+        else:
+            parts.append(f"{r.impl} FAILED ({v.get('error', '')[:80]})")
+    return f"[{index}/{total}] {shape.name} {dtype_name} (fwd/train): " + ", ".join(parts) + f"  [{seconds:.0f} s]"
+
+
+def write_csv(path: Path, columns, results: List[Result], only_measured: bool):
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns, lineterminator="\n")
+        writer.writeheader()
+        for r in results:
+            if only_measured and "fwd_ms" not in r.values:
+                continue
+            writer.writerow(r.row(columns))
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shapes", type=Path, default=None,
+                        help="shapes CSV (default: bench/wtconv_shapes.csv)")
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "out" / "wtconv", help="output folder")
+    parser.add_argument("--dtypes", default="fp32,fp16,bf16", help="comma-separated subset of fp32,fp16,bf16")
+    parser.add_argument("--impls", default=",".join(IMPLS), help="comma-separated subset of " + ",".join(IMPLS))
+    parser.add_argument("--only", default="", help="comma-separated shape names to run (default: all)")
+    parser.add_argument("--wtconv-repo", default=None, help="checkout of the original WTConv repository")
+    parser.add_argument("--fused-repo", default=None, help="checkout holding the official fused WTConv module")
+    parser.add_argument("--fused-class", default=DEFAULT_FUSED_CLASS,
+                        help=f"module:Class of the fused module on --fused-repo (default {DEFAULT_FUSED_CLASS})")
+    parser.add_argument("--iters", type=int, default=20, help="timed runs per measurement (>= 20)")
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--pool-budget-gib", type=float, default=4.0,
+                        help="device memory for each rotating input pool (x, dY)")
+    parser.add_argument("--no-graphs", action="store_true", help="skip the CUDA-graph timings")
+    parser.add_argument("--no-f64-check", dest="f64_check", action="store_false",
+                        help="skip the float64 check of winconv's output and input gradient")
+    args = parser.parse_args(argv)
+    args.dtypes = [d for d in args.dtypes.split(",") if d]
+    args.impls = [i for i in args.impls.split(",") if i]
+    for d in args.dtypes:
+        if d not in DTYPES:
+            parser.error(f"unknown dtype {d!r}; choose from {sorted(DTYPES)}")
+    for i in args.impls:
+        if i not in IMPLS:
+            parser.error(f"unknown impl {i!r}; choose from {IMPLS}")
+    if args.iters < 20:
+        parser.error("--iters must be >= 20 (the median of at least 20 timed runs is reported)")
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if not torch.cuda.is_available():
+        print("wtconv_bench: no CUDA device; nothing measured", file=sys.stderr)
+        return 2
+    torch.backends.cudnn.benchmark = True  # cuDNN's fastest algorithm for the depthwise baseline
+    torch.backends.cudnn.allow_tf32 = False  # FP32 means FP32 for every implementation
+    torch.backends.cuda.matmul.allow_tf32 = False
+    shapes_path = args.shapes or default_shapes_path()
+    shapes = read_shapes(shapes_path)
+    if args.only:
+        wanted = set(args.only.split(","))
+        shapes = [s for s in shapes if s.name in wanted]
+    args.out.mkdir(parents=True, exist_ok=True)
+    status = winconv.native_status()
+    print(f"wtconv_bench: {len(shapes)} shapes from {shapes_path}, dtypes {args.dtypes}; "
+          f"winconv kernels: {'fused CUDA' if not status else 'pure PyTorch (' + status + ')'}", flush=True)
+
+    env = {
+        "gpu": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version(),
+        "winconv_kernels": "fused" if not status else "pytorch-fallback",
+        "copy_GBps": copy_bandwidth_gbps(),
+        "l2_bytes": l2_cache_bytes(),
+        "iters": args.iters,
+        "shapes": {s.name: vars(s) for s in shapes},
+        "date": time.strftime("%Y-%m-%d"),
+    }
+    (args.out / "wtconv_env.json").write_text(json.dumps(env, indent=1) + "\n")
+
+    results: List[Result] = []
+    total = len(shapes) * len(args.dtypes)
+    index = 0
+    for dtype_name in args.dtypes:
+        for shape in shapes:
+            index += 1
+            started = time.time()
+            shape_results = run_shape(args, shape, dtype_name)
+            results.extend(shape_results)
+            print(progress_line(index, total, shape, dtype_name, shape_results, time.time() - started), flush=True)
+            write_csv(args.out / "wtconv.csv", MAIN_COLUMNS, results, only_measured=True)
+            write_csv(args.out / "wtconv_extra.csv", EXTRA_COLUMNS, results, only_measured=False)
+
+    try:
+        import plot_wtconv
+
+        plot_wtconv.write_report(args.out)
+    except ImportError as exc:
+        print(f"wtconv_bench: no plot ({exc}); pip install matplotlib", flush=True)
+    # Other implementations' failures are reported; winconv's failures or errors fail the run.
+    failed = [r for r in results if "fwd_ms" not in r.values]
+    tolerance = {"fp32": 1e-5, "fp16": 1e-2, "bf16": 1e-2}
+    inaccurate = [
+        r for r in results
+        if r.impl == "winconv" and isinstance(r.values.get("rel_err_f64"), float)
+        and not r.values["rel_err_f64"] <= tolerance[r.dtype]
+    ]
+    for r in failed + inaccurate:
+        detail = r.values.get("error") or "rel_err_f64 " + _fmt(r.values.get("rel_err_f64"))
+        print(f"wtconv_bench: PROBLEM {r.shape} {r.dtype} {r.impl}: {detail}", flush=True)
+    print(f"wtconv_bench: wrote {args.out}/wtconv.csv, wtconv_extra.csv, wtconv_summary.md", flush=True)
+    return 1 if inaccurate or any(r.impl == "winconv" for r in failed) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

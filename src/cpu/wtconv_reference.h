@@ -1,0 +1,29 @@
+// WTConv2d CPU reference (float64), forward and backward, straight from DESIGN.md's formulas:
+// Haar analysis of the zero-padded previous LL, 'same' depthwise convs, and the one-pass
+// bit-indexed synthesis. Slow and simple on purpose: it is the oracle of the C++ tests.
+// Pointers are host pointers with the layouts of winconv/wtconv.h.
+#pragma once
+
+#include <vector>
+
+#include "winconv/wtconv.h"
+
+namespace winconv {
+
+// y (B, C, ceil(H/stride), ceil(W/stride)) in double.
+void wtconv_reference_forward(const WtconvProblem& problem, const float* x, const WtconvParams& params,
+                              std::vector<double>* y);
+
+struct WtconvReferenceGrads {
+  std::vector<double> dx;                        // (B, C, H, W)
+  std::vector<double> base_weight;               // (C, k, k)
+  std::vector<double> base_bias;                 // (C); filled also when params.base_bias is null
+  std::vector<double> base_scale;                // (C)
+  std::vector<double> level_weight[kWtconvMaxLevels];  // (4C, k, k)
+  std::vector<double> level_scale[kWtconvMaxLevels];   // (4C)
+};
+
+void wtconv_reference_backward(const WtconvProblem& problem, const float* dy, const float* x,
+                               const WtconvParams& params, WtconvReferenceGrads* grads);
+
+}  // namespace winconv

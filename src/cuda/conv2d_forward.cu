@@ -1,0 +1,125 @@
+// conv2d_forward for CUDA builds: validation, workspace layout, algorithm choice, launches.
+#include <cstdint>
+
+#include "common/conv2d_validate.h"
+#include "cuda/cuda_status.h"
+#include "cuda/im2win/conv_fp32_launch.h"
+#include "cuda/im2win/im2win_transform.h"
+#include "cuda/im2win/tile_select.h"
+#include "winconv/conv2d.h"
+
+namespace winconv {
+namespace {
+
+constexpr size_t kWorkspaceAlign = 256;
+
+size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+int padded_k(const Conv2dProblem& pb) { return int((pb.k + 3) / 4 * 4); }
+
+// Workspace: [repacked filter | window tensor (materialized only)], each 256-byte aligned.
+struct WorkspaceLayout {
+  size_t filter_bytes = 0, window_offset = 0, window_bytes = 0, total = 0;
+};
+
+WorkspaceLayout workspace_layout(const Conv2dConfig& config, Conv2dAlgo algo) {
+  const Conv2dProblem& pb = config.problem;
+  WorkspaceLayout l;
+  l.filter_bytes = sizeof(float) * size_t(pb.c * pb.r * pb.s) * size_t(padded_k(pb));
+  l.window_offset = align_up(l.filter_bytes, kWorkspaceAlign);
+  if (algo == Conv2dAlgo::kMaterialized)
+    l.window_bytes = sizeof(float) * size_t(pb.n * pb.c * pb.p() * (pb.w + 2 * pb.pad_w) * pb.r);
+  l.total = algo == Conv2dAlgo::kMaterialized ? l.window_offset + l.window_bytes : l.filter_bytes;
+  return l;
+}
+
+}  // namespace
+
+Status conv2d_forward_workspace_size(const Conv2dConfig& config, size_t* bytes) {
+  Status st = conv2d_validate(config);
+  if (!st.ok()) return st;
+  if (!bytes) return Status(StatusCode::kNullPointer, "bytes is null");
+  *bytes = workspace_layout(config, conv2d_resolve_algo(config)).total;
+  return Status::Ok();
+}
+
+Status conv2d_forward(const Conv2dConfig& config, const void* x, const void* w, void* y, void* workspace,
+                      size_t workspace_bytes, cudaStream_t stream) {
+  Status st = conv2d_validate(config);
+  if (!st.ok()) return st;
+  const std::pair<const char*, const void*> pointers[] = {{"x", x}, {"w", w}, {"y", y}};
+  for (const auto& [name, ptr] : pointers) {
+    st = conv2d_check_pointer(name, ptr, kConv2dPointerAlignment);
+    if (!st.ok()) return st;
+  }
+  const Conv2dAlgo algo = conv2d_resolve_algo(config);
+  const WorkspaceLayout ws = workspace_layout(config, algo);
+  if (workspace_bytes < ws.total) {
+    return Status(StatusCode::kWorkspaceTooSmall,
+                  "workspace_bytes=" + std::to_string(workspace_bytes) + " but this call needs " +
+                      std::to_string(ws.total) + " (ask conv2d_forward_workspace_size)");
+  }
+  if (ws.total > 0) {
+    st = conv2d_check_pointer("workspace", workspace, kConv2dPointerAlignment);
+    if (!st.ok()) return st;
+  }
+  int num_sms = 0;
+  st = cuda_check_device(&num_sms);
+  if (!st.ok()) return st;
+
+  const Conv2dProblem& pb = config.problem;
+  const bool nchw = config.layout == Layout::kNCHW;
+  const bool materialized = algo == Conv2dAlgo::kMaterialized;
+  // Whole 16-byte channel groups (x is 16-byte aligned): coalesced vector copies of the window.
+  const bool nhwc_vec = !nchw && pb.c % 4 == 0;
+  im2win::ConvGemmParams p;
+  p.m = int(pb.n * pb.p() * pb.q());
+  p.n = int(pb.k);
+  p.kg = int(pb.c * pb.r * pb.s);
+  p.n_pad = padded_k(pb);
+  p.c = int(pb.c); p.h = int(pb.h); p.w = int(pb.w); p.p = int(pb.p()); p.q = int(pb.q());
+  p.r = int(pb.r); p.s = int(pb.s);
+  p.stride_h = int(pb.stride_h); p.stride_w = int(pb.stride_w);
+  p.pad_h = int(pb.pad_h); p.pad_w = int(pb.pad_w);
+  p.w_padded = int(pb.w + 2 * pb.pad_w);
+  p.pq = p.p * p.q;
+  p.rs = p.r * p.s;
+  p.y_image_stride = pb.k * pb.p() * pb.q();
+  p.a_image_stride = materialized ? pb.c * pb.p() * (pb.w + 2 * pb.pad_w) * pb.r : pb.c * pb.h * pb.w;
+  const im2win::TileShape tile = im2win::select_tile(p.m, p.n, num_sms);
+  p.m_tiles = int((p.m + im2win::tile_bm(tile) - 1) / im2win::tile_bm(tile));
+  p.n_tiles = int((p.n + im2win::tile_bn(tile) - 1) / im2win::tile_bn(tile));
+  if (int64_t(p.m_tiles) * p.n_tiles > int64_t(INT32_MAX)) {
+    return Status(StatusCode::kIndexOverflow, "the number of output tiles exceeds 2^31-1; split the batch");
+  }
+
+  auto* base = static_cast<char*>(workspace);
+  auto* filter = reinterpret_cast<float*>(base);
+  p.b = filter;
+  p.y = static_cast<float*>(y);
+  const auto order = materialized ? (nchw ? im2win::ReductionOrder::kCVU : im2win::ReductionOrder::kVUC)
+                                  : (nchw ? im2win::ReductionOrder::kCUV : im2win::ReductionOrder::kUVC);
+  WINCONV_RETURN_IF_CUDA_ERROR(
+      im2win::launch_filter_repack(config, order, static_cast<const float*>(w), filter, p.n_pad, stream),
+      "filter repack launch");
+  if (materialized) {
+    auto* window = reinterpret_cast<float*>(base + ws.window_offset);
+    WINCONV_RETURN_IF_CUDA_ERROR(
+        im2win::launch_im2win_window(config, static_cast<const float*>(x), window, stream),
+        "im2win transform launch");
+    p.a_src = window;
+    WINCONV_RETURN_IF_CUDA_ERROR(nchw        ? im2win::launch_conv_fp32_window_nchw(p, tile, stream)
+                                 : nhwc_vec ? im2win::launch_conv_fp32_window_nhwc_vec(p, tile, stream)
+                                            : im2win::launch_conv_fp32_window_nhwc(p, tile, stream),
+                                 "im2win window GEMM launch");
+  } else {
+    p.a_src = static_cast<const float*>(x);
+    WINCONV_RETURN_IF_CUDA_ERROR(nchw        ? im2win::launch_conv_fp32_onchip_nchw(p, tile, stream)
+                                 : nhwc_vec ? im2win::launch_conv_fp32_onchip_nhwc_vec(p, tile, stream)
+                                            : im2win::launch_conv_fp32_onchip_nhwc(p, tile, stream),
+                                 "im2win on-chip GEMM launch");
+  }
+  return Status::Ok();
+}
+
+}  // namespace winconv

@@ -1,0 +1,28 @@
+// Turning CUDA runtime errors into winconv::Status, for the GPU entry points.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "winconv/status.h"
+
+namespace winconv {
+
+inline Status cuda_status(cudaError_t err, const char* what) {
+  if (err == cudaSuccess) return Status::Ok();
+  return Status(StatusCode::kCudaError, std::string(what) + ": " + cudaGetErrorName(err) + " (" +
+                                            cudaGetErrorString(err) + ")");
+}
+
+// Checks that a usable sm_90 device is current. The kernels are built as sm_90a machine code,
+// which no other architecture can run, so say so instead of failing at the first launch.
+Status cuda_check_device(int* num_sms);
+
+}  // namespace winconv
+
+#define WINCONV_RETURN_IF_CUDA_ERROR(expr, what)          \
+  do {                                                     \
+    ::winconv::Status _st = ::winconv::cuda_status((expr), (what)); \
+    if (!_st.ok()) return _st;                             \
+  } while (0)

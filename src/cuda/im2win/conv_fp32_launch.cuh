@@ -1,0 +1,34 @@
+// Instantiates and launches conv_fp32_simt_kernel for one tile shape; included by the small
+// per-variant .cu files in instantiations/ so they compile in parallel.
+#pragma once
+
+#include "cuda/im2win/conv_fp32_launch.h"
+#include "cuda/im2win/conv_fp32_simt_kernel.cuh"
+#include "cuda/im2win/window_gather.cuh"
+
+namespace winconv::im2win {
+
+template <int BM, int BN, template <int, int, int> class Gather, bool kOutNchw>
+cudaError_t launch_conv_fp32_tile(const ConvGemmParams& p, cudaStream_t stream) {
+  using Traits = TileTraits<BM, BN, Gather<BM, kBK, TileTraits<BM, BN>::kThreads>::kMajorM>;
+  auto* kernel = conv_fp32_simt_kernel<BM, BN, Gather, kOutNchw>;
+  // Above 48 KB of dynamic shared memory a kernel must opt in; cheap and idempotent.
+  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Traits::kSmemBytes);
+  if (err != cudaSuccess) return err;
+  const unsigned blocks = unsigned(p.m_tiles) * unsigned(p.n_tiles);
+  kernel<<<blocks, Traits::kThreads, Traits::kSmemBytes, stream>>>(p);
+  return cudaGetLastError();
+}
+
+template <template <int, int, int> class Gather, bool kOutNchw>
+cudaError_t launch_conv_fp32(const ConvGemmParams& p, TileShape tile, cudaStream_t stream) {
+  switch (tile) {
+    case TileShape::k128x128: return launch_conv_fp32_tile<128, 128, Gather, kOutNchw>(p, stream);
+    case TileShape::k128x64: return launch_conv_fp32_tile<128, 64, Gather, kOutNchw>(p, stream);
+    case TileShape::k64x128: return launch_conv_fp32_tile<64, 128, Gather, kOutNchw>(p, stream);
+    case TileShape::k64x64: return launch_conv_fp32_tile<64, 64, Gather, kOutNchw>(p, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace winconv::im2win

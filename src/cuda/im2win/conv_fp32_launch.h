@@ -1,0 +1,25 @@
+// Host-side entry to the FP32 im2win GEMM kernels: one launcher per (A source, layout), each
+// dispatching over the tile shapes that tile_select.h chooses from.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "cuda/im2win/conv_gemm_params.h"
+
+namespace winconv::im2win {
+
+enum class TileShape { k128x128, k128x64, k64x128, k64x64 };
+
+inline int tile_bm(TileShape t) { return (t == TileShape::k128x128 || t == TileShape::k128x64) ? 128 : 64; }
+inline int tile_bn(TileShape t) { return (t == TileShape::k128x128 || t == TileShape::k64x128) ? 128 : 64; }
+const char* tile_name(TileShape t);
+
+cudaError_t launch_conv_fp32_onchip_nchw(const ConvGemmParams& p, TileShape tile, cudaStream_t stream);
+cudaError_t launch_conv_fp32_onchip_nhwc(const ConvGemmParams& p, TileShape tile, cudaStream_t stream);
+cudaError_t launch_conv_fp32_window_nchw(const ConvGemmParams& p, TileShape tile, cudaStream_t stream);
+cudaError_t launch_conv_fp32_window_nhwc(const ConvGemmParams& p, TileShape tile, cudaStream_t stream);
+// NHWC with C % 4 == 0: 16-byte channel copies into a pixel-major A stage.
+cudaError_t launch_conv_fp32_onchip_nhwc_vec(const ConvGemmParams& p, TileShape tile, cudaStream_t stream);
+cudaError_t launch_conv_fp32_window_nhwc_vec(const ConvGemmParams& p, TileShape tile, cudaStream_t stream);
+
+}  // namespace winconv::im2win

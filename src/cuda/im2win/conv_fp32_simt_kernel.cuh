@@ -1,0 +1,207 @@
+// The FP32 im2win convolution on CUDA cores: a GEMM over windows.
+//
+// Block tile BM pixels x BN output channels, reduction in steps of BK; kStages-deep cp.async
+// pipeline (the next tiles stream into shared memory while the current one is multiplied);
+// each thread accumulates an 8x8 register tile from float4 reads of the k-major A and B tiles.
+// The A tile comes from a Gather policy (window_gather.cuh): straight from x with zero-fill for
+// padding (on-chip windows) or from the materialized window tensor. Every tail (M, N, K) is
+// predicated; nothing assumes divisibility.
+//
+// Tile order ("zig-zag"): blocks walk the (m, n) tile grid row by row with n fastest, reversing
+// the n direction on every other m row, so consecutive blocks share either their window rows
+// (same m) or, across a row turn, their filter tile (same n): both stay hot in L2.
+//
+// Epilogue: the accumulators go through shared memory so each warp writes a contiguous run of
+// y (pixels for NCHW, channels for NHWC) instead of 8-element scatters.
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/im2win/async_copy.cuh"
+#include "cuda/im2win/conv_gemm_params.h"
+#include "cuda/im2win/window_gather.cuh"
+
+namespace winconv::im2win {
+
+constexpr int kBK = 16;
+constexpr int kStages = 4;
+constexpr int kTM = 8, kTN = 8;
+
+template <int BM, int BN, bool kMajorM = false>
+struct TileTraits {
+  static constexpr int kThreads = (BM / kTM) * (BN / kTN);
+  static constexpr int kCPitch = BM + 1;  // odd pitch: the epilogue's column reads are conflict-free
+  static constexpr int kAStageFloats = kMajorM ? BM * kAPitchMajorM : kBK * BM;
+  static constexpr int kPipeFloats = kStages * (kAStageFloats + kBK * BN);
+  static constexpr int kEpilogueFloats = BN * kCPitch;
+  static constexpr int kSmemBytes =
+      int(sizeof(float)) * (kPipeFloats > kEpilogueFloats ? kPipeFloats : kEpilogueFloats) +
+      int(sizeof(int64_t)) * BM;
+};
+
+template <int BM, int BN, template <int, int, int> class Gather, bool kOutNchw>
+__global__ void __launch_bounds__(TileTraits<BM, BN>::kThreads, 256 / TileTraits<BM, BN>::kThreads + 1)
+conv_fp32_simt_kernel(const ConvGemmParams p) {
+  constexpr bool kMajorM = Gather<BM, kBK, TileTraits<BM, BN>::kThreads>::kMajorM;
+  using Traits = TileTraits<BM, BN, kMajorM>;
+  constexpr int T = Traits::kThreads;
+  constexpr int kAStage = Traits::kAStageFloats;
+  extern __shared__ __align__(16) float smem[];
+  float* a_stages = smem;                                // [kStages][kBK][BM] or [kStages][BM][pitch]
+  float* b_stages = smem + kStages * kAStage;            // [kStages][kBK][BN]
+  int64_t* y_offsets = reinterpret_cast<int64_t*>(smem + (Traits::kSmemBytes / 4 - 2 * BM));
+
+  // Zig-zag tile order.
+  const int tile = blockIdx.x;
+  const int m_tile = tile / p.n_tiles;
+  int n_tile = tile - m_tile * p.n_tiles;
+  if (m_tile & 1) n_tile = p.n_tiles - 1 - n_tile;
+  const int m0 = m_tile * BM, n0 = n_tile * BN;
+  const int tid = threadIdx.x;
+
+  const Gather<BM, kBK, T> gather(p, m0, tid);
+
+  auto load_b = [&](float* bs, int k0) {
+    constexpr int kVecPerRow = BN / 4;
+    constexpr int kVecs = kBK * kVecPerRow;
+#pragma unroll
+    for (int i = 0; i < (kVecs + T - 1) / T; ++i) {
+      const int v = tid + i * T;
+      if (kVecs % T == 0 || v < kVecs) {
+        const int kk = v / kVecPerRow, n = (v - kk * kVecPerRow) * 4;
+        const bool ok = k0 + kk < p.kg && n0 + n < p.n_pad;
+        cp_async_16(bs + kk * BN + n, ok ? p.b + int64_t(k0 + kk) * p.n_pad + n0 + n : p.b, ok);
+      }
+    }
+  };
+
+  const int k_tiles = (p.kg + kBK - 1) / kBK;
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < k_tiles) {
+      gather.load(p, a_stages + s * kAStage, s * kBK);
+      load_b(b_stages + s * kBK * BN, s * kBK);
+    }
+    cp_async_commit();
+  }
+
+  const int tx = tid % (BN / kTN), ty = tid / (BN / kTN);
+  float acc[kTM][kTN];
+#pragma unroll
+  for (int i = 0; i < kTM; ++i)
+#pragma unroll
+    for (int j = 0; j < kTN; ++j) acc[i][j] = 0.f;
+
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    cp_async_wait<kStages - 2>();
+    __syncthreads();  // stage kt landed for everyone; stage kt-1's slot is free to refill
+    const int next = kt + kStages - 1;
+    if (next < k_tiles) {
+      const int slot = next % kStages;
+      gather.load(p, a_stages + slot * kAStage, next * kBK);
+      load_b(b_stages + slot * kBK * BN, next * kBK);
+    }
+    cp_async_commit();
+
+    const float* as = a_stages + (kt % kStages) * kAStage;
+    const float* bs = b_stages + (kt % kStages) * kBK * BN;
+    if constexpr (!kMajorM) {
+#pragma unroll
+      for (int kk = 0; kk < kBK; ++kk) {
+        float a[kTM], b[kTN];
+        // Two float4 halves BM/2 apart: a warp reads 2 (A) and 16 (B) distinct vectors per step.
+        *reinterpret_cast<float4*>(&a[0]) = *reinterpret_cast<const float4*>(as + kk * BM + ty * 4);
+        *reinterpret_cast<float4*>(&a[4]) = *reinterpret_cast<const float4*>(as + kk * BM + ty * 4 + BM / 2);
+        *reinterpret_cast<float4*>(&b[0]) = *reinterpret_cast<const float4*>(bs + kk * BN + tx * 4);
+        *reinterpret_cast<float4*>(&b[4]) = *reinterpret_cast<const float4*>(bs + kk * BN + tx * 4 + BN / 2);
+#pragma unroll
+        for (int i = 0; i < kTM; ++i)
+#pragma unroll
+          for (int j = 0; j < kTN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+      }
+    } else {
+      // Pixel-major A: one float2 per pixel row covers two reduction steps (float4 would
+      // cover four, but its 32 live registers push the 256-thread tile past 128 and spill).
+#pragma unroll
+      for (int k2 = 0; k2 < kBK; k2 += 2) {
+        float2 a2[kTM];
+#pragma unroll
+        for (int i = 0; i < kTM; ++i) {
+          const int ml = ty * 4 + (i & 3) + (i >> 2) * (BM / 2);
+          a2[i] = *reinterpret_cast<const float2*>(as + ml * kAPitchMajorM + k2);
+        }
+#pragma unroll
+        for (int kq = 0; kq < 2; ++kq) {
+          float b[kTN];
+          *reinterpret_cast<float4*>(&b[0]) = *reinterpret_cast<const float4*>(bs + (k2 + kq) * BN + tx * 4);
+          *reinterpret_cast<float4*>(&b[4]) = *reinterpret_cast<const float4*>(bs + (k2 + kq) * BN + tx * 4 + BN / 2);
+#pragma unroll
+          for (int i = 0; i < kTM; ++i) {
+            const float a = kq == 0 ? a2[i].x : a2[i].y;
+#pragma unroll
+            for (int j = 0; j < kTN; ++j) acc[i][j] = fmaf(a, b[j], acc[i][j]);
+          }
+        }
+      }
+    }
+  }
+
+  // ---- Epilogue: registers -> shared (column-major tile) -> coalesced global stores.
+  cp_async_wait<0>();
+  __syncthreads();  // every thread is done reading the pipeline buffers; reuse them
+  float* cs = smem;  // [BN][kCPitch]
+#pragma unroll
+  for (int i = 0; i < kTM; ++i) {
+    const int ml = ty * 4 + (i & 3) + (i >> 2) * (BM / 2);
+#pragma unroll
+    for (int j = 0; j < kTN; ++j) {
+      const int nl = tx * 4 + (j & 3) + (j >> 2) * (BN / 2);
+      cs[nl * Traits::kCPitch + ml] = acc[i][j];
+    }
+  }
+  if (kOutNchw) {
+    // Where pixel m starts in y: image * K*P*Q + (p*Q + q); channel n adds n*P*Q.
+    for (int ml = tid; ml < BM; ml += T) {
+      const int m = m0 + ml < p.m ? m0 + ml : 0;
+      const int img = m / p.pq;
+      y_offsets[ml] = int64_t(img) * p.y_image_stride + (m - img * p.pq);
+    }
+  }
+  __syncthreads();
+  // Four consecutive outputs per thread: one 16-byte store when they are contiguous and aligned
+  // in y (same image, in range, 16-byte boundary), else four predicated scalar stores.
+  if (kOutNchw) {
+    for (int e = tid; e < BM * BN / 4; e += T) {
+      const int nl = e / (BM / 4), ml = (e - nl * (BM / 4)) * 4;
+      const int n = n0 + nl;
+      if (n >= p.n) continue;
+      const float* c = cs + nl * Traits::kCPitch + ml;
+      const int64_t base = y_offsets[ml] + int64_t(n) * p.pq;
+      if (m0 + ml + 3 < p.m && y_offsets[ml + 3] == y_offsets[ml] + 3 && (base & 3) == 0) {
+        *reinterpret_cast<float4*>(p.y + base) = make_float4(c[0], c[1], c[2], c[3]);
+      } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          if (m0 + ml + i < p.m) p.y[y_offsets[ml + i] + int64_t(n) * p.pq] = c[i];
+      }
+    }
+  } else {
+    for (int e = tid; e < BM * BN / 4; e += T) {
+      const int ml = e / (BN / 4), nl = (e - ml * (BN / 4)) * 4;
+      const int m = m0 + ml, n = n0 + nl;
+      if (m >= p.m) continue;
+      const float* c = cs + nl * Traits::kCPitch + ml;
+      const int64_t base = int64_t(m) * p.n + n;
+      if (n + 3 < p.n && (base & 3) == 0) {
+        *reinterpret_cast<float4*>(p.y + base) =
+            make_float4(c[0], c[Traits::kCPitch], c[2 * Traits::kCPitch], c[3 * Traits::kCPitch]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          if (n + j < p.n) p.y[base + j] = c[j * Traits::kCPitch];
+      }
+    }
+  }
+}
+
+}  // namespace winconv::im2win

@@ -1,0 +1,24 @@
+// What the im2win GEMM kernels need to know about one conv2d call, precomputed on the host.
+// The GEMM view (DESIGN.md): M = N*P*Q output pixels, N_gemm = K output channels,
+// K_gemm = C*R*S; A is the window matrix (gathered), B the filter, repacked k-major.
+#pragma once
+
+#include <cstdint>
+
+namespace winconv::im2win {
+
+struct ConvGemmParams {
+  const float* a_src = nullptr;  // x (on-chip variants) or the window tensor (materialized)
+  const float* b = nullptr;      // filter repacked k-major: b[kk * n_pad + k], zero for k >= K
+  float* y = nullptr;
+
+  int m = 0, n = 0, kg = 0, n_pad = 0;  // GEMM extents; n_pad = K rounded up to 4
+  int c = 0, h = 0, w = 0, p = 0, q = 0, r = 0, s = 0;
+  int stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, w_padded = 0;
+  int pq = 0, rs = 0;
+  int64_t a_image_stride = 0;  // elements of one image in a_src (x: C*H*W, window: C*P*W'*R)
+  int64_t y_image_stride = 0;  // K*P*Q
+  int m_tiles = 0, n_tiles = 0;
+};
+
+}  // namespace winconv::im2win

@@ -1,0 +1,34 @@
+// Division by a run-time constant with a multiply-high and a shift (Granlund-Montgomery), for
+// index decomposition in memory-bound kernels where a hardware-less integer divide would cost
+// more than the memory traffic. Valid for 0 <= n < 2^32 and 1 <= d < 2^31 (Granlund and
+// Montgomery, "Division by invariant integers using multiplication", fig. 4.1).
+#pragma once
+
+#include <cstdint>
+
+namespace winconv::im2win {
+
+struct FastDivmod {
+  uint32_t divisor = 1, multiplier = 1, shift1 = 0, shift2 = 0;
+
+  FastDivmod() = default;
+  explicit FastDivmod(uint32_t d) : divisor(d) {
+    // l = ceil(log2(d)); multiplier = floor(2^32 * (2^l - d) / d) + 1
+    uint32_t l = 0;
+    while ((uint64_t(1) << l) < d) ++l;
+    multiplier = uint32_t(((uint64_t(1) << 32) * ((uint64_t(1) << l) - d)) / d + 1);
+    shift1 = l < 1 ? l : 1;
+    shift2 = l > 1 ? l - 1 : 0;
+  }
+
+  __device__ __forceinline__ uint32_t div(uint32_t n) const {
+    const uint32_t t = __umulhi(n, multiplier);
+    return (t + ((n - t) >> shift1)) >> shift2;
+  }
+  __device__ __forceinline__ void divmod(uint32_t n, uint32_t& q, uint32_t& r) const {
+    q = div(n);
+    r = n - q * divisor;
+  }
+};
+
+}  // namespace winconv::im2win

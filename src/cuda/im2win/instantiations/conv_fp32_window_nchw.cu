@@ -1,0 +1,10 @@
+// FP32 im2win GEMM, A from GatherWindowNchw, all tile shapes. One file per variant keeps builds parallel.
+#include "cuda/im2win/conv_fp32_launch.cuh"
+
+namespace winconv::im2win {
+
+cudaError_t launch_conv_fp32_window_nchw(const ConvGemmParams& p, TileShape tile, cudaStream_t stream) {
+  return launch_conv_fp32<GatherWindowNchw, true>(p, tile, stream);
+}
+
+}  // namespace winconv::im2win

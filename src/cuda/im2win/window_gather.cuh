@@ -1,0 +1,242 @@
+// How each variant fills one stage of the A tile (BK window elements for each of BM output
+// pixels) in shared memory. All four share one thread mapping: a thread owns ONE output pixel
+// (so its position is decoded once per kernel, not per element) and kPerThread consecutive
+// reduction indices, which it walks incrementally. Lanes of a warp own consecutive pixels, so the
+// shared-memory stores are conflict-free, and each thread's run of reduction indices touches
+// one contiguous stretch of memory (a filter row of x, a window run, or a channel run).
+//
+// Reduction order per variant (the filter is repacked to match):
+//   OnChipNchw    kk = (c, u, v)  element x[n, c, p*sh+u-ph, q*sw+v-pw], zero outside
+//   OnChipNhwc    kk = (u, v, c)  element x[n, p*sh+u-ph, q*sw+v-pw, c], zero outside
+//   WindowNchw    kk = (c, j)     element I_hat[n, c, p, q*sw*R + j], j < S*R (one run per channel)
+//   WindowNhwc    kk = j          element I_hat[n, p, q*sw, j], j < S*R*C (one run per pixel)
+#pragma once
+
+#include "cuda/im2win/async_copy.cuh"
+#include "cuda/im2win/conv_gemm_params.h"
+
+namespace winconv::im2win {
+
+// Output pixel m -> image, output row, output column.
+__device__ __forceinline__ void decode_pixel(const ConvGemmParams& p, int m, int& img, int& op, int& oq) {
+  img = m / p.pq;
+  const int pq = m - img * p.pq;
+  op = pq / p.q;
+  oq = pq - op * p.q;
+}
+
+// Where the on-chip window of pixel (img, op, oq) starts in x: its image and its top-left input
+// coordinate, which padding may put outside the image.
+struct WindowOrigin {
+  const float* image;
+  int ih0, iw0;
+  __device__ WindowOrigin(const ConvGemmParams& p, int img, int op, int oq)
+      : image(p.a_src + int64_t(img) * p.a_image_stride),
+        ih0(op * p.stride_h - p.pad_h),
+        iw0(oq * p.stride_w - p.pad_w) {}
+};
+
+template <int BM, int BK, int THREADS>
+struct GatherMapping {
+  static_assert(THREADS % BM == 0, "each pixel must be owned by a whole number of threads");
+  static constexpr int kThreadsPerPixel = THREADS / BM;
+  static constexpr int kPerThread = BK / kThreadsPerPixel;
+  static_assert(kPerThread * kThreadsPerPixel == BK, "BK must split evenly among a pixel's threads");
+
+  static constexpr bool kMajorM = false;  // A stage stored [BK][BM]
+  int m_local, kk_local0;
+  bool m_valid;
+  int img, op, oq;  // the owned pixel: image, output row, output column
+
+  __device__ GatherMapping(const ConvGemmParams& p, int m0, int tid) {
+    m_local = tid % BM;
+    kk_local0 = (tid / BM) * kPerThread;
+    const int m = m0 + m_local;
+    m_valid = m < p.m;
+    decode_pixel(p, m_valid ? m : 0, img, op, oq);
+  }
+  __device__ float* dst(float* as, int i) const { return as + (kk_local0 + i) * BM + m_local; }
+};
+
+template <int BM, int BK, int THREADS>
+struct GatherOnChipNchw : GatherMapping<BM, BK, THREADS> {
+  using Base = GatherMapping<BM, BK, THREADS>;
+  WindowOrigin origin;
+
+  __device__ GatherOnChipNchw(const ConvGemmParams& p, int m0, int tid)
+      : Base(p, m0, tid), origin(p, this->img, this->op, this->oq) {}
+
+  __device__ void load(const ConvGemmParams& p, float* as, int k0) const {
+    int kk = k0 + this->kk_local0;
+    int c = kk / p.rs, rem = kk - c * p.rs;
+    int u = rem / p.s, v = rem - u * p.s;
+#pragma unroll
+    for (int i = 0; i < Base::kPerThread; ++i, ++kk) {
+      const int ih = origin.ih0 + u, iw = origin.iw0 + v;
+      const bool ok = this->m_valid && kk < p.kg && unsigned(ih) < unsigned(p.h) && unsigned(iw) < unsigned(p.w);
+      cp_async_4(this->dst(as, i), ok ? origin.image + (c * p.h + ih) * p.w + iw : p.a_src, ok);
+      if (++v == p.s) { v = 0; if (++u == p.r) { u = 0; ++c; } }
+    }
+  }
+};
+
+template <int BM, int BK, int THREADS>
+struct GatherOnChipNhwc : GatherMapping<BM, BK, THREADS> {
+  using Base = GatherMapping<BM, BK, THREADS>;
+  WindowOrigin origin;
+
+  __device__ GatherOnChipNhwc(const ConvGemmParams& p, int m0, int tid)
+      : Base(p, m0, tid), origin(p, this->img, this->op, this->oq) {}
+
+  __device__ void load(const ConvGemmParams& p, float* as, int k0) const {
+    int kk = k0 + this->kk_local0;
+    int t = kk / p.c, c = kk - t * p.c;
+    int u = t / p.s, v = t - u * p.s;
+#pragma unroll
+    for (int i = 0; i < Base::kPerThread; ++i, ++kk) {
+      const int ih = origin.ih0 + u, iw = origin.iw0 + v;
+      const bool ok = this->m_valid && kk < p.kg && unsigned(ih) < unsigned(p.h) && unsigned(iw) < unsigned(p.w);
+      cp_async_4(this->dst(as, i), ok ? origin.image + (ih * p.w + iw) * p.c + c : p.a_src, ok);
+      if (++c == p.c) { c = 0; if (++v == p.s) { v = 0; ++u; } }
+    }
+  }
+};
+
+template <int BM, int BK, int THREADS>
+struct GatherWindowNchw : GatherMapping<BM, BK, THREADS> {
+  using Base = GatherMapping<BM, BK, THREADS>;
+  const float* run;  // the window run of channel 0 for the owned pixel
+  int channel_stride;
+
+  __device__ GatherWindowNchw(const ConvGemmParams& p, int m0, int tid) : Base(p, m0, tid) {
+    channel_stride = p.p * p.w_padded * p.r;
+    run = p.a_src + int64_t(this->img) * p.a_image_stride + this->op * p.w_padded * p.r +
+          this->oq * p.stride_w * p.r;
+  }
+
+  __device__ void load(const ConvGemmParams& p, float* as, int k0) const {
+    int kk = k0 + this->kk_local0;
+    int c = kk / p.rs, j = kk - c * p.rs;
+#pragma unroll
+    for (int i = 0; i < Base::kPerThread; ++i, ++kk) {
+      const bool ok = this->m_valid && kk < p.kg;
+      cp_async_4(this->dst(as, i), ok ? run + c * channel_stride + j : p.a_src, ok);
+      if (++j == p.rs) { j = 0; ++c; }
+    }
+  }
+};
+
+template <int BM, int BK, int THREADS>
+struct GatherWindowNhwc : GatherMapping<BM, BK, THREADS> {
+  using Base = GatherMapping<BM, BK, THREADS>;
+  const float* run;  // the whole window of the owned pixel: S*R*C contiguous elements
+
+  __device__ GatherWindowNhwc(const ConvGemmParams& p, int m0, int tid) : Base(p, m0, tid) {
+    run = p.a_src + int64_t(this->img) * p.a_image_stride +
+          (int64_t(this->op) * p.w_padded + int64_t(this->oq) * p.stride_w) * p.r * p.c;
+  }
+
+  __device__ void load(const ConvGemmParams& p, float* as, int k0) const {
+    const int kk0 = k0 + this->kk_local0;
+#pragma unroll
+    for (int i = 0; i < Base::kPerThread; ++i) {
+      const bool ok = this->m_valid && kk0 + i < p.kg;
+      cp_async_4(this->dst(as, i), ok ? run + kk0 + i : p.a_src, ok);
+    }
+  }
+};
+
+// ---- NHWC with C % 4 == 0: 16-byte copies along channels.
+// Four lanes cover 16 consecutive channels (64 contiguous bytes) of one pixel, so a warp's copy
+// touches 8 pixels x 64 bytes instead of 32 scattered words: the loads coalesce. The stage is
+// stored pixel-major, [BM][kAPitch], because a 16-byte copy cannot transpose.
+constexpr int kAPitchMajorM = 16 + 4;  // BK + 4: rows stay 16-byte aligned, reads broadcast
+
+template <int BM, int BK, int THREADS, class Source>
+struct GatherNhwcVec {
+  static constexpr bool kMajorM = true;
+  static_assert(BK + 4 == kAPitchMajorM, "pitch assumes BK = 16");
+  static constexpr int kVecPerRow = BK / 4;
+  static constexpr int kRowsPerPass = THREADS / kVecPerRow;
+  static constexpr int kPasses = BM / kRowsPerPass;
+  static_assert(kPasses * kRowsPerPass == BM, "pixels must split evenly into passes");
+
+  int kv;
+  Source src[kPasses];
+
+  __device__ GatherNhwcVec(const ConvGemmParams& p, int m0, int tid) {
+    kv = tid % kVecPerRow;
+#pragma unroll
+    for (int j = 0; j < kPasses; ++j) src[j].init(p, m0, tid / kVecPerRow + j * kRowsPerPass);
+  }
+
+  __device__ void load(const ConvGemmParams& p, float* as, int k0) const {
+    const int kk = k0 + kv * 4;
+    typename Source::Step step;
+    step.init(p, kk);
+#pragma unroll
+    for (int j = 0; j < kPasses; ++j) {
+      const float* g = nullptr;
+      const bool ok = kk < p.kg && src[j].address(p, step, kk, &g);
+      cp_async_16(as + src[j].m_local * kAPitchMajorM + kv * 4, ok ? g : p.a_src, ok);
+    }
+  }
+};
+
+// Decodes pixel m once; per stage, resolves the address of 4 channels at reduction index kk.
+struct PixelOnChipNhwc {
+  struct Step {
+    int u, v, c;
+    __device__ void init(const ConvGemmParams& p, int kk) {
+      const int t = kk / p.c;
+      c = kk - t * p.c;
+      u = t / p.s;
+      v = t - u * p.s;
+    }
+  };
+  const float* image;
+  int ih0, iw0, m_local;
+  bool valid;
+  __device__ void init(const ConvGemmParams& p, int m0, int ml) {
+    m_local = ml;
+    valid = m0 + ml < p.m;
+    int img, op, oq;
+    decode_pixel(p, valid ? m0 + ml : 0, img, op, oq);
+    const WindowOrigin o(p, img, op, oq);
+    image = o.image;
+    ih0 = o.ih0;
+    iw0 = o.iw0;
+  }
+  __device__ bool address(const ConvGemmParams& p, const Step& st, int, const float** g) const {
+    const int ih = ih0 + st.u, iw = iw0 + st.v;
+    *g = image + (ih * p.w + iw) * p.c + st.c;
+    return valid && unsigned(ih) < unsigned(p.h) && unsigned(iw) < unsigned(p.w);
+  }
+};
+
+struct PixelWindowNhwc {
+  struct Step {
+    __device__ void init(const ConvGemmParams&, int) {}
+  };
+  const float* run;
+  int m_local;
+  bool valid;
+  __device__ void init(const ConvGemmParams& p, int m0, int ml) {
+    m_local = ml;
+    valid = m0 + ml < p.m;
+    int img, op, oq;
+    decode_pixel(p, valid ? m0 + ml : 0, img, op, oq);
+    run = p.a_src + int64_t(img) * p.a_image_stride + (int64_t(op) * p.w_padded + int64_t(oq) * p.stride_w) * p.r * p.c;
+  }
+  __device__ bool address(const ConvGemmParams&, const Step&, int kk, const float** g) const {
+    *g = run + kk;
+    return valid;
+  }
+};
+
+template <int BM, int BK, int THREADS>
+using GatherOnChipNhwcVec = GatherNhwcVec<BM, BK, THREADS, PixelOnChipNhwc>;
+template <int BM, int BK, int THREADS>
+using GatherWindowNhwcVec = GatherNhwcVec<BM, BK, THREADS, PixelWindowNhwc>;
+
+}  // namespace winconv::im2win

@@ -1,0 +1,161 @@
+// Backward, one wavelet level l >= 2 (deepest first). From X_{l-1} and the LL chain of G at level
+// l-1 (both read with a halo) it forms Y_l and G_l = Haar(G_{l-1}[LL]) on chip, then
+//   dY_l = s_l * (flipped W_l) conv G_l, dY_l[LL] += dX_l, dX_{l-1} = synthesis of dY_l (cropped),
+//   C_l[s](i,j) = sum_q Y_l[s](q + i - r, ...) * G_l[s](q)   (dW_l = s_l * C_l, ds_l = sum W_l * C_l),
+// the correlation as per-block partial sums (fixed order, no atomics) reduced later.
+// HBM: reads X_{l-1}, G_{l-1}[LL], dX_l; writes dX_{l-1} and C x splits x 4kk partials.
+#include "wtconv_kernels.cuh"
+
+namespace winconv {
+namespace wtconv_detail {
+
+template <int K>
+__global__ void __launch_bounds__(kBlockThreads) backward_level_kernel(BwdLevelArgs a) {
+  extern __shared__ float smem[];
+  constexpr int KM = K > 0 ? K : 15;
+  const int k = K ? K : a.k, r = k / 2, kk = k * k;
+  const int c = blockIdx.x / a.g.splits, split = blockIdx.x % a.g.splits;
+  const int th = a.g.th, tw = a.g.tw, np = a.g.np;
+  const int eh = th + 2 * r, ew = tw + 2 * r, plane = eh * ew;
+  const int jobs = 4 * k, parts = kBlockThreads / jobs;
+  float* wf = smem;                   // 4kk: s_l * W_l flipped
+  float* ys = wf + 4 * kk;            // np x 4 x plane
+  float* gs = ys + np * 4 * plane;    // np x 4 x plane
+  float* dz = gs + np * 4 * plane;    // np x 4 x th x tw subband convs (compile-time k only)
+  float* red = dz + np * 4 * th * tw; // parts x jobs x k
+
+  for (int i = threadIdx.x; i < 4 * kk; i += blockDim.x) {
+    const int t = i / kk, ij = i % kk, fi = kk - 1 - ij;  // flip both axes
+    wf[i] = a.scale[4 * c + t] * a.weight[int64_t(4 * c + t) * kk + fi];
+  }
+  const int job = threadIdx.x % jobs, part = threadIdx.x / jobs;
+  const bool corr_thread = part < parts;
+  const int sb = job / k, ci = job % k;
+  double tot[KM];
+#pragma unroll
+  for (int j = 0; j < KM; ++j) tot[j] = 0.0;
+
+  int64_t begin, end;
+  item_range(a.g.items, a.g.splits, split, &begin, &end);
+  for (int64_t item = begin; item < end; ++item) {
+    const ItemPos pos = decode_item(a.g, item);
+    __syncthreads();
+    for (int e = threadIdx.x; e < np * plane; e += blockDim.x) {
+      const int p = e / plane, rem = e % plane;
+      const int qy = pos.y0 - r + rem / ew, qx = pos.x0 - r + rem % ew;
+      const int b = pos.b0 + p;
+      float x00 = 0.f, x01 = 0.f, x10 = 0.f, x11 = 0.f, g00 = 0.f, g01 = 0.f, g10 = 0.f, g11 = 0.f;
+      if (b < a.B && qy >= 0 && qx >= 0 && qy < a.hq && qx < a.wq) {
+        const int64_t off = (int64_t(b) * a.C + c) * a.hin * a.win;
+        const float* xp = a.xin + off;
+        const float* gp = a.gin + off;
+        const int y = 2 * qy, x = 2 * qx;
+        const bool xr = x + 1 < a.win, yd = y + 1 < a.hin;
+        x00 = xp[y * a.win + x]; g00 = gp[y * a.win + x];
+        if (xr) { x01 = xp[y * a.win + x + 1]; g01 = gp[y * a.win + x + 1]; }
+        if (yd) { x10 = xp[(y + 1) * a.win + x]; g10 = gp[(y + 1) * a.win + x]; }
+        if (xr && yd) { x11 = xp[(y + 1) * a.win + x + 1]; g11 = gp[(y + 1) * a.win + x + 1]; }
+      }
+      float z[4], g[4];
+      haar4(x00, x01, x10, x11, z);
+      haar4(g00, g01, g10, g11, g);
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        ys[(p * 4 + t) * plane + rem] = z[t];
+        gs[(p * 4 + t) * plane + rem] = g[t];
+      }
+    }
+    __syncthreads();
+    if constexpr (K > 0) {
+      // Register-blocked subband convs into dz (one column strip of one subband per job).
+      const int strips = (th + kStripRows - 1) / kStripRows;
+      for (int e = threadIdx.x; e < np * 4 * strips * tw; e += blockDim.x) {
+        const StripJob j = strip_job(e, tw, strips);  // slot = p * 4 + subband
+        float acc[kStripRows];
+        conv_column_strip<K, kStripRows>(wf + (j.slot & 3) * kk, gs + j.slot * plane + j.row0 * ew + j.col, ew,
+                                         eh - j.row0, acc);
+#pragma unroll
+        for (int o = 0; o < kStripRows; ++o)
+          if (j.row0 + o < th) dz[(j.slot * th + j.row0 + o) * tw + j.col] = acc[o];
+      }
+      __syncthreads();
+    }
+    // dX_{l-1}: one coefficient (four children) per thread.
+    for (int e = threadIdx.x; e < np * th * tw; e += blockDim.x) {
+      const int p = e / (th * tw), ty = (e / tw) % th, tx = e % tw;
+      const int b = pos.b0 + p, qy = pos.y0 + ty, qx = pos.x0 + tx;
+      if (b >= a.B || qy >= a.hq || qx >= a.wq) continue;
+      float d[4];
+      if constexpr (K > 0) {
+#pragma unroll
+        for (int t = 0; t < 4; ++t) d[t] = dz[((p * 4 + t) * th + ty) * tw + tx];
+      } else {
+#pragma unroll
+        for (int t = 0; t < 4; ++t)
+          d[t] = conv_window<K>(wf + t * kk, gs + (p * 4 + t) * plane + ty * ew + tx, ew, k);
+      }
+      const int64_t pl = int64_t(b) * a.C + c;
+      if (a.dxin) d[0] += a.dxin[pl * a.hq * a.wq + int64_t(qy) * a.wq + qx];
+      float* dst = a.dxout + pl * a.hin * a.win;
+#pragma unroll
+      for (int dy = 0; dy < 2; ++dy) {
+        const int y = 2 * qy + dy;
+        if (y >= a.hin) break;
+#pragma unroll
+        for (int dx = 0; dx < 2; ++dx) {
+          const int x = 2 * qx + dx;
+          if (x < a.win) dst[y * a.win + x] = 0.5f * synth_child(d, dy, dx);
+        }
+      }
+    }
+    // Weight-gradient correlation: thread (subband, kernel row i, part) sweeps tile rows.
+    if (corr_thread) {
+      float acc[KM];
+#pragma unroll
+      for (int j = 0; j < KM; ++j) acc[j] = 0.f;
+      for (int row = part; row < np * th; row += parts) {
+        const int p = row / th, ty = row % th;
+        const float* yrow = ys + (p * 4 + sb) * plane + (ty + ci) * ew;
+        const float* grow = gs + (p * 4 + sb) * plane + (ty + r) * ew + r;
+        corr_row<K>(acc, yrow, grow, tw, k);
+      }
+#pragma unroll
+      for (int j = 0; j < KM; ++j) tot[j] += double(acc[j]);
+    }
+  }
+  __syncthreads();
+  if (corr_thread) {
+#pragma unroll
+    for (int j = 0; j < KM; ++j)
+      if (K > 0 || j < k) red[(part * jobs + job) * k + j] = float(tot[j]);
+  }
+  __syncthreads();
+  float* out = a.partial + (int64_t(c) * a.g.splits + split) * 4 * kk;
+  for (int e = threadIdx.x; e < 4 * kk; e += blockDim.x) {
+    const int t = e / kk, i = (e / k) % k, j = e % k;
+    float sum = 0.f;
+    for (int q = 0; q < parts; ++q) sum += red[(q * jobs + t * k + i) * k + j];
+    out[e] = sum;
+  }
+}
+
+cudaError_t launch_backward_level(const BwdLevelArgs& a, size_t smem, cudaStream_t stream) {
+  const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
+  auto go = [&](auto kernel) {
+    if (smem > 48 * 1024) {
+      cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+      if (e != cudaSuccess) return e;
+    }
+    kernel<<<blocks, kBlockThreads, smem, stream>>>(a);
+    return cudaGetLastError();
+  };
+  switch (a.k) {
+    case 3: return go(backward_level_kernel<3>);
+    case 5: return go(backward_level_kernel<5>);
+    case 7: return go(backward_level_kernel<7>);
+    default: return go(backward_level_kernel<0>);
+  }
+}
+
+}  // namespace wtconv_detail
+}  // namespace winconv

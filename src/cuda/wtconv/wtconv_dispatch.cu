@@ -1,0 +1,174 @@
+// WTConv drivers: the launch sequence of one forward and one backward on the caller's stream.
+// Forward:  LL-chain cascade (X_1..X_{L-1}), levels L..2, base + level 1.
+// Backward: LL-chain cascades of x and of dy, levels L..2, base + level 1, parameter reduction.
+#include <string>
+
+#include "wtconv_kernels.cuh"
+#include "wtconv_launch.h"
+
+namespace winconv {
+namespace wtconv_detail {
+namespace {
+
+Status cuda_status(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return Status::Ok();
+  return Status(StatusCode::kCudaError, std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+float* ws_at(void* ws, size_t off) { return reinterpret_cast<float*>(static_cast<char*>(ws) + off); }
+
+// The LL chain levels 1..L-1 (at most 5 per launch; deeper chains relaunch from the last level).
+template <typename Tin>
+Status ll_chain(const WtconvPlan& plan, const Tin* in, int stride, void* ws, const size_t* offsets,
+                cudaStream_t stream) {
+  // Levels 1..L-1 are needed. The first launch reads the activation (dy: on the strided grid).
+  const int64_t planes = plan.B * plan.C;
+  int done = 0;
+  while (done < plan.L - 1) {
+    const int m = (plan.L - 1 - done) < 5 ? (plan.L - 1 - done) : 5;
+    float* outs[5];
+    int64_t ho[5], wo[5];
+    for (int j = 0; j < m; ++j) {
+      outs[j] = ws_at(ws, offsets[done + 1 + j]);
+      ho[j] = plan.hl[done + 1 + j];
+      wo[j] = plan.wl[done + 1 + j];
+    }
+    cudaError_t e;
+    if (done == 0) {
+      const int64_t ph = stride == 1 ? plan.H : plan.Ho, pw = stride == 1 ? plan.W : plan.Wo;
+      e = launch_haar_cascade<Tin>(in, stride, ph, pw, planes, plan.H, plan.W, m, outs, ho, wo, stream);
+    } else {
+      const float* src = ws_at(ws, offsets[done]);
+      e = launch_haar_cascade<float>(src, 1, plan.hl[done], plan.wl[done], planes, plan.hl[done],
+                                     plan.wl[done], m, outs, ho, wo, stream);
+    }
+    if (e != cudaSuccess) return cuda_status(e, "wtconv haar cascade launch");
+    done += m;
+  }
+  return Status::Ok();
+}
+
+template <typename T>
+Status forward_typed(const WtconvPlan& plan, const T* x, const WtconvParams& prm, T* y, void* ws,
+                     cudaStream_t stream) {
+  Status st = ll_chain<T>(plan, x, 1, ws, plan.fwd_x, stream);
+  if (!st.ok()) return st;
+  for (int l = plan.L; l >= 2; --l) {
+    FwdLevelArgs a;
+    a.xin = ws_at(ws, plan.fwd_x[l - 1]);
+    a.rin = l == plan.L ? nullptr : ws_at(ws, plan.fwd_r[l]);
+    a.rout = ws_at(ws, plan.fwd_r[l - 1]);
+    a.weight = prm.level_weight[l - 1];
+    a.scale = prm.level_scale[l - 1];
+    a.factor = 1.0f / float(1 << l);
+    a.B = int(plan.B); a.C = int(plan.C);
+    a.hin = int(plan.hl[l - 1]); a.win = int(plan.wl[l - 1]);
+    a.hq = int(plan.hl[l]); a.wq = int(plan.wl[l]); a.k = plan.k;
+    a.g = geom_of(plan.fwd_level[l]);
+    cudaError_t e = launch_forward_level(a, plan.fwd_level[l].smem, stream);
+    if (e != cudaSuccess) return cuda_status(e, "wtconv forward level launch");
+  }
+  FwdBaseArgs<T> a;
+  a.x = x;
+  a.rin = plan.L >= 2 ? ws_at(ws, plan.fwd_r[1]) : nullptr;
+  a.y = y;
+  a.w0 = prm.base_weight; a.b0 = prm.base_bias; a.s0 = prm.base_scale;
+  a.w1 = prm.level_weight[0]; a.s1 = prm.level_scale[0];
+  a.B = int(plan.B); a.C = int(plan.C); a.H = int(plan.H); a.W = int(plan.W);
+  a.Ho = int(plan.Ho); a.Wo = int(plan.Wo); a.h1 = int(plan.hl[1]); a.w1g = int(plan.wl[1]);
+  a.k = plan.k; a.stride = plan.stride;
+  a.g = geom_of(plan.fwd_base);
+  return cuda_status(launch_forward_base<T>(a, plan.fwd_base.smem, stream), "wtconv forward base launch");
+}
+
+template <typename T>
+Status backward_typed(const WtconvPlan& plan, const T* dy, const T* x, const WtconvParams& prm, T* dx,
+                      const WtconvParamGrads& grads, void* ws, cudaStream_t stream) {
+  Status st = ll_chain<T>(plan, x, 1, ws, plan.bwd_x, stream);
+  if (!st.ok()) return st;
+  st = ll_chain<T>(plan, dy, plan.stride, ws, plan.bwd_g, stream);
+  if (!st.ok()) return st;
+  for (int l = plan.L; l >= 2; --l) {
+    BwdLevelArgs a;
+    a.xin = ws_at(ws, plan.bwd_x[l - 1]);
+    a.gin = ws_at(ws, plan.bwd_g[l - 1]);
+    a.dxin = l == plan.L ? nullptr : ws_at(ws, plan.bwd_dx[l]);
+    a.dxout = ws_at(ws, plan.bwd_dx[l - 1]);
+    a.weight = prm.level_weight[l - 1];
+    a.scale = prm.level_scale[l - 1];
+    a.partial = ws_at(ws, plan.bwd_part[l]);
+    a.B = int(plan.B); a.C = int(plan.C);
+    a.hin = int(plan.hl[l - 1]); a.win = int(plan.wl[l - 1]);
+    a.hq = int(plan.hl[l]); a.wq = int(plan.wl[l]); a.k = plan.k;
+    a.g = geom_of(plan.bwd_level[l]);
+    cudaError_t e = launch_backward_level(a, plan.bwd_level[l].smem, stream);
+    if (e != cudaSuccess) return cuda_status(e, "wtconv backward level launch");
+  }
+  {
+    BwdBaseArgs<T> a;
+    a.dy = dy; a.x = x;
+    a.dxin = plan.L >= 2 ? ws_at(ws, plan.bwd_dx[1]) : nullptr;
+    a.dx = dx;
+    a.w0 = prm.base_weight; a.s0 = prm.base_scale;
+    a.w1 = prm.level_weight[0]; a.s1 = prm.level_scale[0];
+    a.partial = ws_at(ws, plan.bwd_part[1]);
+    a.B = int(plan.B); a.C = int(plan.C); a.H = int(plan.H); a.W = int(plan.W);
+    a.Ho = int(plan.Ho); a.Wo = int(plan.Wo); a.h1 = int(plan.hl[1]); a.w1g = int(plan.wl[1]);
+    a.k = plan.k; a.stride = plan.stride;
+    a.g = geom_of(plan.bwd_base);
+    cudaError_t e = launch_backward_base<T>(a, plan.bwd_base.smem, stream);
+    if (e != cudaSuccess) return cuda_status(e, "wtconv backward base launch");
+  }
+  ParamGradArgs r{};
+  r.partial[1] = ws_at(ws, plan.bwd_part[1]);
+  r.splits[1] = plan.bwd_base.splits;
+  for (int l = 2; l <= plan.L; ++l) {
+    r.partial[l] = ws_at(ws, plan.bwd_part[l]);
+    r.splits[l] = plan.bwd_level[l].splits;
+  }
+  r.w0 = prm.base_weight; r.b0 = prm.base_bias; r.s0 = prm.base_scale;
+  r.gw0 = grads.base_weight; r.gb0 = grads.base_bias; r.gs0 = grads.base_scale;
+  for (int l = 0; l < plan.L; ++l) {
+    r.wl[l] = prm.level_weight[l]; r.sl[l] = prm.level_scale[l];
+    r.gwl[l] = grads.level_weight[l]; r.gsl[l] = grads.level_scale[l];
+  }
+  r.C = int(plan.C); r.k = plan.k; r.L = plan.L;
+  return cuda_status(launch_param_grad_reduce(r, stream), "wtconv parameter gradient launch");
+}
+
+}  // namespace
+
+Status wtconv_forward_cuda(const WtconvPlan& plan, Precision precision, const void* x,
+                           const WtconvParams& params, void* y, void* workspace, cudaStream_t stream) {
+  switch (precision) {
+    case Precision::kFP32:
+      return forward_typed<float>(plan, static_cast<const float*>(x), params, static_cast<float*>(y), workspace, stream);
+    case Precision::kFP16:
+      return forward_typed<__half>(plan, static_cast<const __half*>(x), params, static_cast<__half*>(y), workspace, stream);
+    case Precision::kBF16:
+      return forward_typed<__nv_bfloat16>(plan, static_cast<const __nv_bfloat16*>(x), params,
+                                          static_cast<__nv_bfloat16*>(y), workspace, stream);
+  }
+  return Status(StatusCode::kUnsupported, "wtconv: unknown precision");
+}
+
+Status wtconv_backward_cuda(const WtconvPlan& plan, Precision precision, const void* dy, const void* x,
+                            const WtconvParams& params, void* dx, const WtconvParamGrads& grads,
+                            void* workspace, cudaStream_t stream) {
+  switch (precision) {
+    case Precision::kFP32:
+      return backward_typed<float>(plan, static_cast<const float*>(dy), static_cast<const float*>(x), params,
+                                   static_cast<float*>(dx), grads, workspace, stream);
+    case Precision::kFP16:
+      return backward_typed<__half>(plan, static_cast<const __half*>(dy), static_cast<const __half*>(x), params,
+                                    static_cast<__half*>(dx), grads, workspace, stream);
+    case Precision::kBF16:
+      return backward_typed<__nv_bfloat16>(plan, static_cast<const __nv_bfloat16*>(dy),
+                                           static_cast<const __nv_bfloat16*>(x), params,
+                                           static_cast<__nv_bfloat16*>(dx), grads, workspace, stream);
+  }
+  return Status(StatusCode::kUnsupported, "wtconv: unknown precision");
+}
+
+}  // namespace wtconv_detail
+}  // namespace winconv

@@ -1,0 +1,114 @@
+// Forward, one wavelet level l >= 2 (deepest first): reads X_{l-1} tiles with a halo, forms the
+// four Haar subbands Y_l on chip, convolves them with the folded weights 2^-l * s_l * W_l, adds the
+// already-synthesised deeper residual R_l at the LL position and writes R_{l-1}, the synthesis of
+// levels >= l on the level l-1 grid. HBM: reads X_{l-1} and R_l, writes R_{l-1}.
+#include "wtconv_kernels.cuh"
+
+namespace winconv {
+namespace wtconv_detail {
+
+template <int K>
+__global__ void __launch_bounds__(kBlockThreads) forward_level_kernel(FwdLevelArgs a) {
+  extern __shared__ float smem[];
+  const int k = K ? K : a.k, r = k / 2, kk = k * k;
+  const int c = blockIdx.x / a.g.splits, split = blockIdx.x % a.g.splits;
+  const int th = a.g.th, tw = a.g.tw, np = a.g.np;
+  const int eh = th + 2 * r, ew = tw + 2 * r, plane = eh * ew;
+  float* ws = smem;           // 4 x k x k folded weights
+  float* ys = smem + 4 * kk;  // np x 4 x eh x ew subbands
+  float* zs = ys + np * 4 * plane;  // np x 4 x th x tw convolved subbands (compile-time k only)
+
+  for (int i = threadIdx.x; i < 4 * kk; i += blockDim.x)
+    ws[i] = a.weight[int64_t(4 * c) * kk + i] * a.scale[4 * c + i / kk] * a.factor;
+
+  int64_t begin, end;
+  item_range(a.g.items, a.g.splits, split, &begin, &end);
+  for (int64_t item = begin; item < end; ++item) {
+    const ItemPos pos = decode_item(a.g, item);
+    __syncthreads();
+    for (int e = threadIdx.x; e < np * plane; e += blockDim.x) {
+      const int p = e / plane, rem = e % plane;
+      const int qy = pos.y0 - r + rem / ew, qx = pos.x0 - r + rem % ew;
+      const int b = pos.b0 + p;
+      float v00 = 0.f, v01 = 0.f, v10 = 0.f, v11 = 0.f;
+      if (b < a.B && qy >= 0 && qx >= 0 && qy < a.hq && qx < a.wq) {
+        const float* src = a.xin + (int64_t(b) * a.C + c) * a.hin * a.win;
+        const int y = 2 * qy, x = 2 * qx;
+        const bool xr = x + 1 < a.win, yd = y + 1 < a.hin;
+        v00 = src[y * a.win + x];
+        if (xr) v01 = src[y * a.win + x + 1];
+        if (yd) v10 = src[(y + 1) * a.win + x];
+        if (xr && yd) v11 = src[(y + 1) * a.win + x + 1];
+      }
+      float z[4];
+      haar4(v00, v01, v10, v11, z);
+      float* dst = ys + p * 4 * plane + rem;
+#pragma unroll
+      for (int s = 0; s < 4; ++s) dst[s * plane] = z[s];
+    }
+    __syncthreads();
+    if constexpr (K > 0) {
+      // Register-blocked subband convs into zs (one column strip of one subband per job), then
+      // the synthesis per coefficient.
+      const int strips = (th + kStripRows - 1) / kStripRows;
+      for (int e = threadIdx.x; e < np * 4 * strips * tw; e += blockDim.x) {
+        const StripJob j = strip_job(e, tw, strips);  // slot = p * 4 + subband
+        float acc[kStripRows];
+        conv_column_strip<K, kStripRows>(ws + (j.slot & 3) * kk, ys + j.slot * plane + j.row0 * ew + j.col, ew,
+                                         eh - j.row0, acc);
+#pragma unroll
+        for (int o = 0; o < kStripRows; ++o)
+          if (j.row0 + o < th) zs[(j.slot * th + j.row0 + o) * tw + j.col] = acc[o];
+      }
+      __syncthreads();
+    }
+    for (int e = threadIdx.x; e < np * th * tw; e += blockDim.x) {
+      const int p = e / (th * tw), ty = (e / tw) % th, tx = e % tw;
+      const int b = pos.b0 + p, qy = pos.y0 + ty, qx = pos.x0 + tx;
+      if (b >= a.B || qy >= a.hq || qx >= a.wq) continue;
+      float acc[4];
+      if constexpr (K > 0) {
+#pragma unroll
+        for (int s = 0; s < 4; ++s) acc[s] = zs[((p * 4 + s) * th + ty) * tw + tx];
+      } else {
+#pragma unroll
+        for (int s = 0; s < 4; ++s)
+          acc[s] = conv_window<K>(ws + s * kk, ys + (p * 4 + s) * plane + ty * ew + tx, ew, k);
+      }
+      const int64_t pl = int64_t(b) * a.C + c;
+      if (a.rin) acc[0] += a.rin[pl * a.hq * a.wq + int64_t(qy) * a.wq + qx];
+      float* dst = a.rout + pl * a.hin * a.win;
+#pragma unroll
+      for (int dy = 0; dy < 2; ++dy) {
+        const int y = 2 * qy + dy;
+        if (y >= a.hin) break;
+#pragma unroll
+        for (int dx = 0; dx < 2; ++dx) {
+          const int x = 2 * qx + dx;
+          if (x < a.win) dst[y * a.win + x] = synth_child(acc, dy, dx);
+        }
+      }
+    }
+  }
+}
+
+cudaError_t launch_forward_level(const FwdLevelArgs& a, size_t smem, cudaStream_t stream) {
+  const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
+  auto go = [&](auto kernel) {
+    if (smem > 48 * 1024) {
+      cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+      if (e != cudaSuccess) return e;
+    }
+    kernel<<<blocks, kBlockThreads, smem, stream>>>(a);
+    return cudaGetLastError();
+  };
+  switch (a.k) {
+    case 3: return go(forward_level_kernel<3>);
+    case 5: return go(forward_level_kernel<5>);
+    case 7: return go(forward_level_kernel<7>);
+    default: return go(forward_level_kernel<0>);
+  }
+}
+
+}  // namespace wtconv_detail
+}  // namespace winconv

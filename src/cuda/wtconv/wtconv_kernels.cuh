@@ -1,0 +1,92 @@
+// Kernel launch helpers used by wtconv_dispatch.cu; each is defined in its own .cu file.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "wtconv_common.cuh"
+#include "wtconv_plan.h"
+
+namespace winconv {
+namespace wtconv_detail {
+
+// Raw LL chain: from a plane of `in` (level a, size hin x win; for the first level of the dy
+// cascade `in` is dy on the strided output grid, read as the zero-filled full-resolution D)
+// write levels a+1..a+levels to out[0..levels-1]. levels <= 5.
+template <typename Tin>
+cudaError_t launch_haar_cascade(const Tin* in, int stride, int64_t in_plane_h, int64_t in_plane_w,
+                                int64_t planes, int64_t hin, int64_t win, int levels, float* const* out,
+                                const int64_t* hout, const int64_t* wout, cudaStream_t stream);
+
+struct FwdLevelArgs {
+  const float* xin;  // X_{l-1}: hin x win
+  const float* rin;  // R_l (level-l grid) or null at the deepest level
+  float* rout;       // R_{l-1}: hin x win
+  const float* weight;
+  const float* scale;
+  float factor;      // 2^-l
+  int B, C, hin, win, hq, wq, k;
+  TileGeom g;
+};
+cudaError_t launch_forward_level(const FwdLevelArgs& a, size_t smem, cudaStream_t stream);
+
+template <typename T>
+struct FwdBaseArgs {
+  const T* x;
+  const float* rin;  // R_1 or null when L == 1
+  T* y;
+  const float *w0, *b0, *s0, *w1, *s1;
+  int B, C, H, W, Ho, Wo, h1, w1g, k, stride;
+  TileGeom g;
+};
+template <typename T>
+cudaError_t launch_forward_base(const FwdBaseArgs<T>& a, size_t smem, cudaStream_t stream);
+
+struct BwdLevelArgs {
+  const float* xin;   // X_{l-1}
+  const float* gin;   // LL chain of G at level l-1 (G_0 = D is never needed here)
+  const float* dxin;  // dX_l or null at the deepest level
+  float* dxout;       // dX_{l-1}
+  const float* weight;
+  const float* scale;
+  float* partial;     // [C][splits][4kk]
+  int B, C, hin, win, hq, wq, k;
+  TileGeom g;
+};
+cudaError_t launch_backward_level(const BwdLevelArgs& a, size_t smem, cudaStream_t stream);
+
+template <typename T>
+struct BwdBaseArgs {
+  const T* dy;
+  const T* x;
+  const float* dxin;  // dX_1 or null when L == 1
+  T* dx;
+  const float *w0, *s0, *w1, *s1;
+  float* partial;     // [C][splits][kk + 1 + 4kk]
+  int B, C, H, W, Ho, Wo, h1, w1g, k, stride;
+  TileGeom g;
+};
+template <typename T>
+cudaError_t launch_backward_base(const BwdBaseArgs<T>& a, size_t smem, cudaStream_t stream);
+
+struct ParamGradArgs {
+  const float* partial[kWtconvMaxLevels + 1];  // [1] base kernel, [l] level l >= 2
+  int splits[kWtconvMaxLevels + 1];
+  const float *w0, *b0, *s0;
+  const float* wl[kWtconvMaxLevels];
+  const float* sl[kWtconvMaxLevels];
+  float *gw0, *gb0, *gs0;
+  float* gwl[kWtconvMaxLevels];
+  float* gsl[kWtconvMaxLevels];
+  int C, k, L;
+};
+cudaError_t launch_param_grad_reduce(const ParamGradArgs& a, cudaStream_t stream);
+
+inline TileGeom geom_of(const WtconvTile& t) {
+  TileGeom g;
+  g.th = t.th; g.tw = t.tw; g.np = t.np; g.tiles_y = t.tiles_y; g.tiles_x = t.tiles_x;
+  g.items = t.items; g.splits = t.splits;
+  return g;
+}
+
+}  // namespace wtconv_detail
+}  // namespace winconv

@@ -1,0 +1,190 @@
+// WTConv launch plan: tile shapes, block splits and workspace layout, derived from the problem
+// alone (host-only, plain C++, so the workspace queries also work in a CPU-only build).
+//
+// Every kernel is "channel-major": block j handles channel c = j / splits and a contiguous range
+// of work items (a tile of one level grid over np planes (b, c) of the same channel), so the
+// per-channel weights sit in shared memory once and the per-channel gradient partials of one
+// block are summed in a fixed order. splits depends only on the problem, which keeps results
+// bit-identical from run to run.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "winconv/wtconv.h"
+
+namespace winconv {
+namespace wtconv_detail {
+
+constexpr int kBlockThreads = 256;
+constexpr size_t kSmemBudget = 96 * 1024;   // dynamic shared memory a block may ask for
+constexpr int kTargetBlocks = 2048;         // ~15 blocks per SM on a 132-SM H200
+constexpr size_t kWorkspaceAlign = 256;
+
+struct WtconvTile {
+  int th = 1, tw = 1;  // tile rows/cols (coefficients of the level grid, or outputs for the forward base)
+  int np = 1;          // planes (b values) per item
+  int tiles_y = 1, tiles_x = 1, bgroups = 1;
+  int64_t items = 1;   // items per channel
+  int splits = 1;      // blocks per channel
+  size_t smem = 0;     // dynamic shared memory bytes
+};
+
+struct WtconvPlan {
+  int64_t B = 1, C = 1, H = 1, W = 1, Ho = 1, Wo = 1;
+  int k = 1, r = 0, L = 1, stride = 1;
+  int64_t hl[kWtconvMaxLevels + 1] = {}, wl[kWtconvMaxLevels + 1] = {};  // level grids; [0] = H, W
+  // Forward: X_1..X_{L-1} (raw LL chain), R_1..R_{L-1} (synthesised deeper levels).
+  size_t fwd_x[kWtconvMaxLevels + 1] = {}, fwd_r[kWtconvMaxLevels + 1] = {}, fwd_bytes = 0;
+  // Backward: X chain, LL chain of G = Haar cascade of dy, dX_1..dX_{L-1}, gradient partials.
+  size_t bwd_x[kWtconvMaxLevels + 1] = {}, bwd_g[kWtconvMaxLevels + 1] = {},
+         bwd_dx[kWtconvMaxLevels + 1] = {}, bwd_part[kWtconvMaxLevels + 1] = {}, bwd_bytes = 0;
+  WtconvTile fwd_base, bwd_base;                              // base + level 1
+  WtconvTile fwd_level[kWtconvMaxLevels + 1], bwd_level[kWtconvMaxLevels + 1];  // l >= 2
+};
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline int pow2_at_least(int64_t v, int cap) {
+  int p = 1;
+  while (p < v && p < cap) p *= 2;
+  return p;
+}
+inline size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+inline void finish_tile(WtconvTile& t, int64_t B, int64_t C, int64_t gh, int64_t gw) {
+  t.tiles_y = int(ceil_div(gh, t.th));
+  t.tiles_x = int(ceil_div(gw, t.tw));
+  t.bgroups = int(ceil_div(B, t.np));
+  t.items = int64_t(t.tiles_y) * t.tiles_x * t.bgroups;
+  int64_t want = ceil_div(kTargetBlocks, C);
+  if (want > t.items) want = t.items;
+  if (want < 1) want = 1;
+  t.splits = int(want);
+}
+
+// Shared memory (floats) of the level kernels (l >= 2) for a coefficient tile th x tw x np.
+inline size_t level_smem_floats(bool backward, int k, int th, int tw, int np) {
+  const int r = k / 2;
+  const size_t plane = size_t(th + 2 * r) * (tw + 2 * r) * 4;
+  const size_t conv = size_t(np) * 4 * th * tw;  // subband conv results between the two phases
+  if (!backward) return 4 * k * k + np * plane + conv;
+  const int parts = kBlockThreads / (4 * k);
+  return 4 * k * k + 2 * np * plane + conv + size_t(parts) * 4 * k * k;
+}
+
+// Forward base + level 1 kernel: output tile th x tw, stride s.
+inline size_t fwd_base_smem_floats(int k, int s, int th, int tw, int np) {
+  const int r = k / 2;
+  const int qih = (s * (th - 1)) / 2 + 2, qiw = (s * (tw - 1)) / 2 + 2;
+  const int qh = qih + 2 * r, qw = qiw + 2 * r;
+  return 5 * k * k + size_t(np) * (4 * qh * qw + 4 * qh * qw + 4 * qih * qiw);
+}
+
+// Backward base + level 1 kernel: coefficient tile th x tw (pixel tile 2th x 2tw).
+inline size_t bwd_base_smem_floats(int k, int th, int tw, int np) {
+  const int r = k / 2;
+  const size_t eh = th + 2 * r, ew = tw + 2 * r;
+  const int parts = kBlockThreads / (8 * k);
+  return 5 * k * k + size_t(np) * (2 * 4 * eh * ew + 2 * 4 * eh * ew + 4 * th * tw) +
+         size_t(parts) * (8 * k * k + 4);
+}
+
+inline WtconvTile pick_level_tile(bool backward, int64_t B, int64_t C, int64_t gh, int64_t gw, int k) {
+  WtconvTile t;
+  t.th = pow2_at_least(gh, 16);
+  t.tw = pow2_at_least(gw, 16);
+  int64_t np = kBlockThreads / (t.th * t.tw);
+  if (np > B) np = B;
+  if (np < 1) np = 1;
+  t.np = int(np);
+  while (level_smem_floats(backward, k, t.th, t.tw, t.np) * 4 > kSmemBudget) {
+    if (t.np > 1) t.np /= 2;
+    else if (t.th >= t.tw && t.th > 1) t.th /= 2;
+    else t.tw /= 2;
+  }
+  t.smem = level_smem_floats(backward, k, t.th, t.tw, t.np) * 4;
+  finish_tile(t, B, C, gh, gw);
+  return t;
+}
+
+inline WtconvTile pick_fwd_base_tile(int64_t B, int64_t C, int64_t Ho, int64_t Wo, int k, int s) {
+  WtconvTile t;
+  const int cap = s >= 32 ? 1 : 32 / s;
+  t.th = pow2_at_least(Ho, cap);
+  t.tw = pow2_at_least(Wo, cap);
+  int64_t np = 1024 / (t.th * t.tw);
+  if (np > B) np = B;
+  if (np < 1) np = 1;
+  t.np = int(np);
+  while (fwd_base_smem_floats(k, s, t.th, t.tw, t.np) * 4 > kSmemBudget) {
+    if (t.np > 1) t.np /= 2;
+    else if (t.th >= t.tw && t.th > 1) t.th /= 2;
+    else t.tw /= 2;
+  }
+  t.smem = fwd_base_smem_floats(k, s, t.th, t.tw, t.np) * 4;
+  finish_tile(t, B, C, Ho, Wo);
+  return t;
+}
+
+inline WtconvTile pick_bwd_base_tile(int64_t B, int64_t C, int64_t h1, int64_t w1, int k) {
+  WtconvTile t;
+  t.th = pow2_at_least(h1, 16);
+  t.tw = pow2_at_least(w1, 16);
+  int64_t np = kBlockThreads / (t.th * t.tw);
+  if (np > B) np = B;
+  if (np < 1) np = 1;
+  t.np = int(np);
+  while (bwd_base_smem_floats(k, t.th, t.tw, t.np) * 4 > kSmemBudget) {
+    if (t.np > 1) t.np /= 2;
+    else if (t.th >= t.tw && t.th > 1) t.th /= 2;
+    else t.tw /= 2;
+  }
+  t.smem = bwd_base_smem_floats(k, t.th, t.tw, t.np) * 4;
+  finish_tile(t, B, C, h1, w1);
+  return t;
+}
+
+// Assumes wtconv_validate(problem) passed.
+inline WtconvPlan make_wtconv_plan(const WtconvProblem& p) {
+  WtconvPlan plan;
+  plan.B = p.batch; plan.C = p.channels; plan.H = p.height; plan.W = p.width;
+  plan.Ho = p.out_height(); plan.Wo = p.out_width();
+  plan.k = int(p.kernel_size); plan.r = plan.k / 2; plan.L = int(p.levels); plan.stride = int(p.stride);
+  plan.hl[0] = p.height; plan.wl[0] = p.width;
+  for (int l = 1; l <= plan.L; ++l) {
+    plan.hl[l] = (plan.hl[l - 1] + 1) / 2;
+    plan.wl[l] = (plan.wl[l - 1] + 1) / 2;
+  }
+  const int64_t planes = plan.B * plan.C;
+  auto level_bytes = [&](int l) { return align_up(size_t(planes * plan.hl[l] * plan.wl[l]) * 4, kWorkspaceAlign); };
+  const int kk = plan.k * plan.k;
+
+  plan.fwd_base = pick_fwd_base_tile(plan.B, plan.C, plan.Ho, plan.Wo, plan.k, plan.stride);
+  plan.bwd_base = pick_bwd_base_tile(plan.B, plan.C, plan.hl[1], plan.wl[1], plan.k);
+  for (int l = 2; l <= plan.L; ++l) {
+    plan.fwd_level[l] = pick_level_tile(false, plan.B, plan.C, plan.hl[l], plan.wl[l], plan.k);
+    plan.bwd_level[l] = pick_level_tile(true, plan.B, plan.C, plan.hl[l], plan.wl[l], plan.k);
+  }
+
+  size_t off = 0;
+  for (int l = 1; l < plan.L; ++l) { plan.fwd_x[l] = off; off += level_bytes(l); }
+  for (int l = 1; l < plan.L; ++l) { plan.fwd_r[l] = off; off += level_bytes(l); }
+  plan.fwd_bytes = off;
+
+  off = 0;
+  for (int l = 1; l < plan.L; ++l) { plan.bwd_x[l] = off; off += level_bytes(l); }
+  for (int l = 1; l < plan.L; ++l) { plan.bwd_g[l] = off; off += level_bytes(l); }
+  for (int l = 1; l < plan.L; ++l) { plan.bwd_dx[l] = off; off += level_bytes(l); }
+  // Partials: [C][splits][kk + 1 + 4kk] for the base kernel (slot 1), [C][splits][4kk] per level.
+  plan.bwd_part[1] = off;
+  off += align_up(size_t(plan.C) * plan.bwd_base.splits * (5 * kk + 1) * 4, kWorkspaceAlign);
+  for (int l = 2; l <= plan.L; ++l) {
+    plan.bwd_part[l] = off;
+    off += align_up(size_t(plan.C) * plan.bwd_level[l].splits * 4 * kk * 4, kWorkspaceAlign);
+  }
+  plan.bwd_bytes = off;
+  return plan;
+}
+
+}  // namespace wtconv_detail
+}  // namespace winconv

@@ -1,0 +1,98 @@
+// The CPU path: the im2win transform against its definition, and the CPU im2win convolution
+// against the FP64 reference on random shapes.
+#include <gtest/gtest.h>
+
+#include "conv2d_test_util.h"
+#include "cpu/im2win_cpu.h"
+
+namespace winconv {
+namespace {
+
+using testing::random_config;
+using testing::random_vector;
+
+TEST(Im2winTransformCpu, MatchesDefinitionNchw) {
+  // n=1, c=2, h=5, w=4, r=3, stride 2, pad 1: check every element by the formula.
+  Conv2dConfig cfg;
+  cfg.problem.n = 1; cfg.problem.c = 2; cfg.problem.h = 5; cfg.problem.w = 4;
+  cfg.problem.k = 1; cfg.problem.r = 3; cfg.problem.s = 2;
+  cfg.problem.stride_h = 2; cfg.problem.pad_h = 1; cfg.problem.pad_w = 1;
+  std::vector<float> x(40);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(i + 1);
+  std::vector<float> win(size_t(im2win_window_elements(cfg.problem)), -1.f);
+  im2win_transform_cpu(cfg, x.data(), win.data());
+  const int64_t P = cfg.problem.p(), Wp = 6, R = 3;
+  ASSERT_EQ(P, 3);
+  for (int64_t c = 0; c < 2; ++c)
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t w = 0; w < Wp; ++w)
+        for (int64_t u = 0; u < R; ++u) {
+          const int64_t h = p * 2 + u - 1, ww = w - 1;
+          const float want = (h < 0 || h >= 5 || ww < 0 || ww >= 4) ? 0.f : x[size_t((c * 5 + h) * 4 + ww)];
+          EXPECT_EQ(win[size_t((c * P + p) * Wp * R + w * R + u)], want) << c << ' ' << p << ' ' << w << ' ' << u;
+        }
+}
+
+TEST(Im2winTransformCpu, WindowOfEachPixelIsOneContiguousRun) {
+  // NHWC: the window of (p, q) is S*R*C contiguous elements at ((n*P + p)*W' + q*s_w)*R*C, and
+  // dotting it with the [K][S][R][C] filter gives the convolution.
+  std::mt19937_64 rng(7);
+  Conv2dConfig cfg = random_config(rng, Layout::kNHWC, 9);
+  const Conv2dProblem& pb = cfg.problem;
+  auto x = random_vector(size_t(pb.x_elements()), rng);
+  auto w = random_vector(size_t(pb.w_elements()), rng);
+  std::vector<float> win(size_t(im2win_window_elements(pb))), wt(w.size());
+  im2win_transform_cpu(cfg, x.data(), win.data());
+  im2win_filter_transpose_cpu(cfg, w.data(), wt.data());
+  std::vector<double> ref(size_t(pb.y_elements()));
+  ASSERT_TRUE(conv2d_reference(cfg, x.data(), w.data(), ref.data()).ok());
+  const int64_t P = pb.p(), Q = pb.q(), Wp = pb.w + 2 * pb.pad_w, L = pb.s * pb.r * pb.c;
+  for (int64_t n = 0; n < pb.n; ++n)
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t q = 0; q < Q; ++q)
+        for (int64_t k = 0; k < pb.k; ++k) {
+          const float* run = win.data() + ((n * P + p) * Wp + q * pb.stride_w) * pb.r * pb.c;
+          double acc = 0;
+          for (int64_t j = 0; j < L; ++j) acc += double(run[j]) * wt[size_t(k * L + j)];
+          EXPECT_NEAR(acc, ref[size_t(((n * P + p) * Q + q) * pb.k + k)], 1e-9);
+        }
+}
+
+class Conv2dCpuRandom : public ::testing::TestWithParam<int> {};
+
+TEST_P(Conv2dCpuRandom, MatchesReference) {
+  std::mt19937_64 rng(1000 + GetParam());
+  for (Layout layout : {Layout::kNCHW, Layout::kNHWC}) {
+    const Conv2dConfig cfg = random_config(rng, layout);
+    const Conv2dProblem& pb = cfg.problem;
+    auto x = random_vector(size_t(pb.x_elements()), rng);
+    auto w = random_vector(size_t(pb.w_elements()), rng);
+    std::vector<float> y(size_t(pb.y_elements()), std::numeric_limits<float>::quiet_NaN());
+    std::vector<double> ref(y.size());
+    ASSERT_TRUE(conv2d_reference(cfg, x.data(), w.data(), ref.data()).ok());
+    const Status st = conv2d_forward_cpu(cfg, x.data(), w.data(), y.data(), 2);
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    EXPECT_LE(testing::relative_l2(y, ref), 1e-5) << testing::describe(cfg);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, Conv2dCpuRandom, ::testing::Range(0, 40));
+
+TEST(Conv2dCpu, PoisonedOutputIsDetected) {
+  // The metric must fail on a NaN: a test that cannot fail proves nothing.
+  std::vector<float> got = {1.f, std::numeric_limits<float>::quiet_NaN()};
+  std::vector<double> ref = {1.0, 2.0};
+  EXPECT_FALSE(testing::relative_l2(got, ref) <= 1e-5);
+}
+
+TEST(Conv2dCpu, ExtraBytesCountWindowAndFilter) {
+  Conv2dConfig cfg;
+  cfg.problem.n = 2; cfg.problem.c = 3; cfg.problem.h = 10; cfg.problem.w = 9;
+  cfg.problem.k = 4; cfg.problem.r = 3; cfg.problem.s = 3; cfg.problem.pad_w = 1;
+  size_t bytes = 0;
+  ASSERT_TRUE(conv2d_forward_cpu_extra_bytes(cfg, &bytes).ok());
+  EXPECT_EQ(bytes, 4u * (2 * 3 * 8 * 11 * 3 + 4 * 3 * 3 * 3));
+}
+
+}  // namespace
+}  // namespace winconv

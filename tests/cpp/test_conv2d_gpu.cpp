@@ -1,0 +1,160 @@
+// GPU conv2d: the im2win transform against the CPU transform, and the FP32 convolution (every
+// variant, both layouts) against the FP64 reference on random shapes and on the twelve benchmark
+// layers at batch 2. Outputs are poisoned with NaN before each run.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "conv2d_test_util.h"
+#include "cpu/im2win_cpu.h"
+#include "cuda/im2win/im2win_transform.h"
+#include "gpu_test_util.h"
+
+#ifndef WINCONV_SOURCE_DIR
+#error "WINCONV_SOURCE_DIR must point at the repository (set by tests/CMakeLists.txt)"
+#endif
+
+namespace winconv {
+namespace {
+
+using testing::DeviceBuffer;
+using testing::random_config;
+using testing::random_vector;
+
+// Runs conv2d_forward on the GPU and returns y (or fails the test).
+std::vector<float> run_gpu(const Conv2dConfig& cfg, const std::vector<float>& x, const std::vector<float>& w) {
+  DeviceBuffer<float> dx(x), dw(w), dy(size_t(cfg.problem.y_elements()));
+  dy.poison();
+  size_t ws_bytes = 0;
+  Status st = conv2d_forward_workspace_size(cfg, &ws_bytes);
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  DeviceBuffer<char> ws(ws_bytes);
+  st = conv2d_forward(cfg, dx.ptr, dw.ptr, dy.ptr, ws.ptr, ws_bytes, nullptr);
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  return dy.to_host();
+}
+
+void expect_matches_reference(const Conv2dConfig& cfg, std::mt19937_64& rng) {
+  const Conv2dProblem& pb = cfg.problem;
+  auto x = random_vector(size_t(pb.x_elements()), rng);
+  auto w = random_vector(size_t(pb.w_elements()), rng);
+  std::vector<double> ref(size_t(pb.y_elements()));
+  ASSERT_TRUE(conv2d_reference(cfg, x.data(), w.data(), ref.data()).ok());
+  const auto y = run_gpu(cfg, x, w);
+  EXPECT_LE(testing::relative_l2(y, ref), 1e-5) << testing::describe(cfg);
+}
+
+const Conv2dAlgo kAlgos[] = {Conv2dAlgo::kAuto, Conv2dAlgo::kOnChip, Conv2dAlgo::kMaterialized};
+
+TEST(Im2winTransformGpu, MatchesCpuTransform) {
+  WINCONV_REQUIRE_GPU();
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 20; ++i) {
+    for (Layout layout : {Layout::kNCHW, Layout::kNHWC}) {
+      const Conv2dConfig cfg = random_config(rng, layout, 31);
+      auto x = random_vector(size_t(cfg.problem.x_elements()), rng);
+      std::vector<float> want(size_t(im2win_window_elements(cfg.problem)));
+      im2win_transform_cpu(cfg, x.data(), want.data());
+      DeviceBuffer<float> dx(x), dwin(want.size());
+      dwin.poison();
+      ASSERT_EQ(im2win::launch_im2win_window(cfg, dx.ptr, dwin.ptr, nullptr), cudaSuccess);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      EXPECT_EQ(dwin.to_host(), want) << testing::describe(cfg);
+    }
+  }
+}
+
+class Conv2dGpuRandom : public ::testing::TestWithParam<int> {};
+
+TEST_P(Conv2dGpuRandom, MatchesReference) {
+  WINCONV_REQUIRE_GPU();
+  std::mt19937_64 rng(5000 + GetParam());
+  for (Layout layout : {Layout::kNCHW, Layout::kNHWC})
+    for (Conv2dAlgo algo : kAlgos) {
+      Conv2dConfig cfg = random_config(rng, layout, 40);
+      cfg.algo = algo;
+      expect_matches_reference(cfg, rng);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, Conv2dGpuRandom, ::testing::Range(0, 30));
+
+TEST(Conv2dGpu, LargeTilesAndManyTiles) {
+  // Shapes that select each tile shape and leave tails in M, N and K.
+  WINCONV_REQUIRE_GPU();
+  std::mt19937_64 rng(77);
+  const int64_t shapes[][9] = {
+      // n, c, h, w, k, r, s, stride, pad
+      {3, 37, 33, 35, 130, 3, 3, 1, 1}, {2, 64, 40, 40, 64, 3, 3, 1, 1}, {1, 5, 70, 66, 200, 5, 5, 2, 2},
+      {4, 96, 9, 9, 257, 3, 3, 1, 0},   {2, 3, 61, 59, 96, 11, 11, 4, 0}, {1, 130, 6, 7, 33, 1, 1, 1, 0},
+  };
+  for (const auto& s : shapes)
+    for (Layout layout : {Layout::kNCHW, Layout::kNHWC})
+      for (Conv2dAlgo algo : kAlgos) {
+        Conv2dConfig cfg;
+        cfg.layout = layout;
+        cfg.algo = algo;
+        cfg.problem.n = s[0]; cfg.problem.c = s[1]; cfg.problem.h = s[2]; cfg.problem.w = s[3];
+        cfg.problem.k = s[4]; cfg.problem.r = s[5]; cfg.problem.s = s[6];
+        cfg.problem.stride_h = cfg.problem.stride_w = s[7];
+        cfg.problem.pad_h = cfg.problem.pad_w = s[8];
+        expect_matches_reference(cfg, rng);
+      }
+}
+
+TEST(Conv2dGpu, BenchmarkLayersAtBatch2) {
+  WINCONV_REQUIRE_GPU();
+  std::ifstream in(std::string(WINCONV_SOURCE_DIR) + "/bench/layers.csv");
+  ASSERT_TRUE(in) << "bench/layers.csv not found";
+  std::mt19937_64 rng(99);
+  std::string line;
+  int layers = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#' || line.rfind("name,", 0) == 0) continue;
+    std::stringstream ss(line);
+    std::string f[9];
+    for (auto& v : f) std::getline(ss, v, ',');
+    for (Layout layout : {Layout::kNCHW, Layout::kNHWC})
+      for (Conv2dAlgo algo : {Conv2dAlgo::kOnChip, Conv2dAlgo::kMaterialized}) {
+        Conv2dConfig cfg;
+        cfg.layout = layout;
+        cfg.algo = algo;
+        cfg.problem.n = 2; cfg.problem.c = std::stoll(f[1]); cfg.problem.h = std::stoll(f[2]);
+        cfg.problem.w = std::stoll(f[3]); cfg.problem.k = std::stoll(f[4]); cfg.problem.r = std::stoll(f[5]);
+        cfg.problem.s = std::stoll(f[6]);
+        cfg.problem.stride_h = cfg.problem.stride_w = std::stoll(f[7]);
+        cfg.problem.pad_h = cfg.problem.pad_w = std::stoll(f[8]);
+        SCOPED_TRACE(f[0]);
+        expect_matches_reference(cfg, rng);
+      }
+    ++layers;
+  }
+  EXPECT_EQ(layers, 13);
+}
+
+TEST(Conv2dGpu, BadPointersLaunchNothing) {
+  WINCONV_REQUIRE_GPU();
+  Conv2dConfig cfg;
+  cfg.problem.n = 1; cfg.problem.c = 4; cfg.problem.h = 8; cfg.problem.w = 8; cfg.problem.k = 4;
+  cfg.problem.r = 3; cfg.problem.s = 3;
+  DeviceBuffer<float> x(256), w(256), y(256);
+  y.poison();
+  size_t ws_bytes = 0;
+  ASSERT_TRUE(conv2d_forward_workspace_size(cfg, &ws_bytes).ok());
+  DeviceBuffer<char> ws(ws_bytes + 16);
+  EXPECT_EQ(conv2d_forward(cfg, nullptr, w.ptr, y.ptr, ws.ptr, ws_bytes, nullptr).code(), StatusCode::kNullPointer);
+  EXPECT_EQ(conv2d_forward(cfg, x.ptr, nullptr, y.ptr, ws.ptr, ws_bytes, nullptr).code(), StatusCode::kNullPointer);
+  EXPECT_EQ(conv2d_forward(cfg, x.ptr, w.ptr, nullptr, ws.ptr, ws_bytes, nullptr).code(), StatusCode::kNullPointer);
+  EXPECT_EQ(conv2d_forward(cfg, x.ptr + 1, w.ptr, y.ptr, ws.ptr, ws_bytes, nullptr).code(), StatusCode::kMisalignedPointer);
+  EXPECT_EQ(conv2d_forward(cfg, x.ptr, w.ptr, y.ptr + 2, ws.ptr, ws_bytes, nullptr).code(), StatusCode::kMisalignedPointer);
+  EXPECT_EQ(conv2d_forward(cfg, x.ptr, w.ptr, y.ptr, ws.ptr + 4, ws_bytes, nullptr).code(), StatusCode::kMisalignedPointer);
+  EXPECT_EQ(conv2d_forward(cfg, x.ptr, w.ptr, y.ptr, ws.ptr, ws_bytes - 1, nullptr).code(), StatusCode::kWorkspaceTooSmall);
+  EXPECT_EQ(conv2d_forward(cfg, x.ptr, w.ptr, y.ptr, nullptr, ws_bytes, nullptr).code(), StatusCode::kNullPointer);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  for (float v : y.to_host()) EXPECT_TRUE(std::isnan(v)) << "a rejected call wrote y";
+}
+
+}  // namespace
+}  // namespace winconv

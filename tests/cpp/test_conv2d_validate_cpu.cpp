@@ -1,0 +1,97 @@
+// Shape math and every bad-input case of the conv2d API: each returns a precise Status.
+#include <gtest/gtest.h>
+
+#include "winconv/conv2d.h"
+
+namespace winconv {
+namespace {
+
+Conv2dConfig good() {
+  Conv2dConfig cfg;
+  cfg.problem = {};
+  cfg.problem.n = 2; cfg.problem.c = 3; cfg.problem.h = 11; cfg.problem.w = 13;
+  cfg.problem.k = 5; cfg.problem.r = 3; cfg.problem.s = 5;
+  cfg.problem.stride_h = 2; cfg.problem.stride_w = 1; cfg.problem.pad_h = 1; cfg.problem.pad_w = 2;
+  return cfg;
+}
+
+TEST(Conv2dShape, OutputSizes) {
+  const Conv2dConfig cfg = good();
+  EXPECT_EQ(cfg.problem.p(), (11 + 2 - 3) / 2 + 1);
+  EXPECT_EQ(cfg.problem.q(), (13 + 4 - 5) / 1 + 1);
+  EXPECT_DOUBLE_EQ(cfg.problem.flops(), 2.0 * 2 * 5 * 6 * 13 * 3 * 3 * 5);
+  EXPECT_TRUE(conv2d_validate(cfg).ok());
+}
+
+struct BadCase {
+  const char* what;
+  void (*mutate)(Conv2dConfig&);
+  StatusCode code;
+  const char* message_part;
+};
+
+class Conv2dBadInput : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(Conv2dBadInput, RejectedWithPreciseError) {
+  Conv2dConfig cfg = good();
+  GetParam().mutate(cfg);
+  const Status st = conv2d_validate(cfg);
+  EXPECT_EQ(st.code(), GetParam().code) << st.to_string();
+  EXPECT_NE(st.message().find(GetParam().message_part), std::string::npos) << st.to_string();
+  size_t bytes = 0;
+  EXPECT_EQ(conv2d_forward_workspace_size(cfg, &bytes).code(), GetParam().code);
+  float dummy[4] = {};
+  EXPECT_EQ(conv2d_forward(cfg, dummy, dummy, dummy, nullptr, 0, nullptr).code(), GetParam().code);
+  EXPECT_EQ(conv2d_forward_cpu(cfg, dummy, dummy, dummy).code(), GetParam().code);
+}
+
+const BadCase kBadCases[] = {
+    {"zero batch", [](Conv2dConfig& c) { c.problem.n = 0; }, StatusCode::kInvalidArgument, "n (batch) must be >= 1, got 0"},
+    {"negative channels", [](Conv2dConfig& c) { c.problem.c = -3; }, StatusCode::kInvalidArgument, "c (input channels)"},
+    {"zero height", [](Conv2dConfig& c) { c.problem.h = 0; }, StatusCode::kInvalidArgument, "h (input height)"},
+    {"zero k", [](Conv2dConfig& c) { c.problem.k = 0; }, StatusCode::kInvalidArgument, "k (output channels)"},
+    {"zero filter", [](Conv2dConfig& c) { c.problem.s = 0; }, StatusCode::kInvalidArgument, "s (filter width)"},
+    {"zero stride", [](Conv2dConfig& c) { c.problem.stride_h = 0; }, StatusCode::kInvalidArgument, "stride_h must be >= 1, got 0"},
+    {"negative pad", [](Conv2dConfig& c) { c.problem.pad_w = -1; }, StatusCode::kInvalidArgument, "padding must be >= 0"},
+    {"filter taller than input", [](Conv2dConfig& c) { c.problem.r = 14; }, StatusCode::kInvalidArgument, "output height would be < 1"},
+    {"filter wider than input", [](Conv2dConfig& c) { c.problem.s = 18; }, StatusCode::kInvalidArgument, "output width would be < 1"},
+    {"dilation", [](Conv2dConfig& c) { c.problem.dilation_h = 2; }, StatusCode::kUnsupported, "dilation other than 1"},
+    {"groups", [](Conv2dConfig& c) { c.problem.groups = 3; }, StatusCode::kUnsupported, "groups other than 1"},
+    {"fp16", [](Conv2dConfig& c) { c.precision = Precision::kFP16; }, StatusCode::kUnsupported, "precision fp16"},
+    {"huge image", [](Conv2dConfig& c) { c.problem.c = 1 << 16; c.problem.h = 1 << 8; c.problem.w = 1 << 8; },
+     StatusCode::kIndexOverflow, "one input image c*h*w exceeds 2^31-1"},
+    {"huge gemm M", [](Conv2dConfig& c) { c.problem.n = int64_t(1) << 28; }, StatusCode::kIndexOverflow, "GEMM M"},
+    {"huge dimension", [](Conv2dConfig& c) { c.problem.w = int64_t(1) << 40; }, StatusCode::kIndexOverflow, "exceeds the supported maximum"},
+    {"product overflowing int64", [](Conv2dConfig& c) { c.problem.n = (int64_t(1) << 31) - 1; c.problem.c = (int64_t(1) << 31) - 1; },
+     StatusCode::kIndexOverflow, "exceeds 2^31-1"},
+};
+
+INSTANTIATE_TEST_SUITE_P(AllCases, Conv2dBadInput, ::testing::ValuesIn(kBadCases),
+                         [](const ::testing::TestParamInfo<BadCase>& info) {
+                           std::string name = info.param.what;
+                           for (char& ch : name)
+                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return name;
+                         });
+
+TEST(Conv2dBadPointers, CpuPathRejectsNulls) {
+  const Conv2dConfig cfg = good();
+  float buf[8] = {};
+  EXPECT_EQ(conv2d_forward_cpu(cfg, nullptr, buf, buf).code(), StatusCode::kNullPointer);
+  EXPECT_EQ(conv2d_forward_cpu(cfg, buf, nullptr, buf).code(), StatusCode::kNullPointer);
+  EXPECT_EQ(conv2d_forward_cpu(cfg, buf, buf, nullptr).code(), StatusCode::kNullPointer);
+  EXPECT_EQ(conv2d_forward_cpu(cfg, buf, buf, buf, -1).code(), StatusCode::kInvalidArgument);
+  size_t* null_bytes = nullptr;
+  EXPECT_EQ(conv2d_forward_workspace_size(cfg, null_bytes).code(),
+            WINCONV_HAVE_CUDA ? StatusCode::kNullPointer : StatusCode::kNoDevice);
+}
+
+TEST(Conv2dNames, Stable) {
+  EXPECT_STREQ(layout_name(Layout::kNHWC), "nhwc");
+  EXPECT_STREQ(precision_name(Precision::kBF16), "bf16");
+  EXPECT_STREQ(algo_name(Conv2dAlgo::kMaterialized), "materialized");
+  EXPECT_EQ(Status(StatusCode::kNullPointer, "x is null").to_string(), "NullPointer: x is null");
+}
+
+}  // namespace
+}  // namespace winconv

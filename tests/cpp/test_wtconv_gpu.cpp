@@ -1,0 +1,184 @@
+// WTConv GPU tests: forward and every gradient against the float64 oracle (FP32 rel L2 <= 1e-5,
+// FP16/BF16 <= 1e-2), outputs poisoned with NaN first, NaN never passes, two runs bit-identical.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "cpu/wtconv_reference.h"
+#include "winconv/wtconv.h"
+
+namespace winconv {
+namespace {
+
+bool have_device() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+struct DevBuf {
+  void* p = nullptr;
+  size_t n = 0;
+  explicit DevBuf(size_t bytes) : n(bytes) { EXPECT_EQ(cudaMalloc(&p, bytes ? bytes : 1), cudaSuccess); }
+  ~DevBuf() { cudaFree(p); }
+  std::vector<char> get() const {
+    std::vector<char> h(n);
+    cudaMemcpy(h.data(), p, n, cudaMemcpyDeviceToHost);
+    return h;
+  }
+  void poison() { cudaMemset(p, 0xFF, n); }
+};
+
+size_t esz(Precision p) { return p == Precision::kFP32 ? 4 : 2; }
+
+// Rounds v to the precision in place and returns the device bytes.
+std::vector<char> encode(Precision p, std::vector<float>& v) {
+  std::vector<char> out(v.size() * esz(p));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (p == Precision::kFP32) std::memcpy(&out[4 * i], &v[i], 4);
+    else if (p == Precision::kFP16) { __half h = __float2half_rn(v[i]); v[i] = __half2float(h); std::memcpy(&out[2 * i], &h, 2); }
+    else { __nv_bfloat16 h = __float2bfloat16_rn(v[i]); v[i] = __bfloat162float(h); std::memcpy(&out[2 * i], &h, 2); }
+  }
+  return out;
+}
+std::vector<double> decode(Precision p, const std::vector<char>& raw) {
+  std::vector<double> out(raw.size() / esz(p));
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (p == Precision::kFP32) { float f; std::memcpy(&f, &raw[4 * i], 4); out[i] = f; }
+    else if (p == Precision::kFP16) { __half h; std::memcpy(&h, &raw[2 * i], 2); out[i] = __half2float(h); }
+    else { __nv_bfloat16 h; std::memcpy(&h, &raw[2 * i], 2); out[i] = __bfloat162float(h); }
+  }
+  return out;
+}
+
+double rel_l2(const std::vector<double>& got, const std::vector<double>& ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (!std::isfinite(got[i])) return INFINITY;  // NaN never passes
+    num += (got[i] - ref[i]) * (got[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+void run_case(int B, int C, int H, int W, int k, int L, int s, Precision prec, bool bias, uint32_t seed) {
+  SCOPED_TRACE(::testing::Message() << "B" << B << " C" << C << " " << H << "x" << W << " k" << k << " L" << L
+                                    << " s" << s << " prec" << int(prec) << " bias" << bias);
+  WtconvProblem p;
+  p.batch = B; p.channels = C; p.height = H; p.width = W; p.kernel_size = k; p.levels = L; p.stride = s;
+  p.precision = prec;
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  auto randv = [&](size_t n, float sc, float mean) { std::vector<float> v(n); for (auto& e : v) e = mean + sc * nd(rng); return v; };
+  const size_t kk = size_t(k) * k;
+  std::vector<float> x = randv(p.x_elements(), 1, 0), dy = randv(p.y_elements(), 1, 0);
+  const std::vector<char> xb = encode(prec, x), dyb = encode(prec, dy);
+  std::vector<float> w0 = randv(C * kk, 1.f / k, 0), b0 = randv(C, 0.5f, 0), s0 = randv(C, 0.3f, 1);
+  std::vector<std::vector<float>> wl(L), sl(L);
+  for (int l = 0; l < L; ++l) { wl[l] = randv(4 * C * kk, 1.f / k, 0); sl[l] = randv(4 * C, 0.3f, 0.5f); }
+
+  DevBuf dx_in(xb.size()), ddy(dyb.size()), dy_out(p.y_elements() * esz(prec)), ddx(xb.size());
+  cudaMemcpy(dx_in.p, xb.data(), xb.size(), cudaMemcpyHostToDevice);
+  cudaMemcpy(ddy.p, dyb.data(), dyb.size(), cudaMemcpyHostToDevice);
+  std::vector<std::unique_ptr<DevBuf>> keep;
+  auto up = [&](const std::vector<float>& v) {
+    keep.emplace_back(new DevBuf(v.size() * 4));
+    cudaMemcpy(keep.back()->p, v.data(), v.size() * 4, cudaMemcpyHostToDevice);
+    return static_cast<const float*>(keep.back()->p);
+  };
+  WtconvParams prm, hprm;
+  prm.base_weight = up(w0); prm.base_scale = up(s0); prm.base_bias = bias ? up(b0) : nullptr;
+  hprm.base_weight = w0.data(); hprm.base_scale = s0.data(); hprm.base_bias = bias ? b0.data() : nullptr;
+  for (int l = 0; l < L; ++l) {
+    prm.level_weight[l] = up(wl[l]); prm.level_scale[l] = up(sl[l]);
+    hprm.level_weight[l] = wl[l].data(); hprm.level_scale[l] = sl[l].data();
+  }
+  DevBuf gw0(C * kk * 4), gb0(C * 4), gs0(C * 4);
+  std::vector<std::unique_ptr<DevBuf>> gwl, gsl;
+  WtconvParamGrads grd;
+  grd.base_weight = static_cast<float*>(gw0.p); grd.base_scale = static_cast<float*>(gs0.p);
+  grd.base_bias = bias ? static_cast<float*>(gb0.p) : nullptr;
+  for (int l = 0; l < L; ++l) {
+    gwl.emplace_back(new DevBuf(4 * C * kk * 4)); gsl.emplace_back(new DevBuf(4 * C * 4));
+    grd.level_weight[l] = static_cast<float*>(gwl[l]->p); grd.level_scale[l] = static_cast<float*>(gsl[l]->p);
+  }
+  size_t fws = 0, bws = 0;
+  ASSERT_TRUE(wtconv_forward_workspace_size(p, &fws).ok());
+  ASSERT_TRUE(wtconv_backward_workspace_size(p, &bws).ok());
+  DevBuf fw(fws), bw(bws);
+
+  auto run = [&]() {
+    dy_out.poison(); ddx.poison(); gw0.poison(); gb0.poison(); gs0.poison();
+    for (int l = 0; l < L; ++l) { gwl[l]->poison(); gsl[l]->poison(); }
+    fw.poison(); bw.poison();
+    Status a = wtconv_forward(p, dx_in.p, prm, dy_out.p, fw.p, fws, nullptr);
+    Status b = wtconv_backward(p, ddy.p, dx_in.p, prm, ddx.p, grd, bw.p, bws, nullptr);
+    EXPECT_TRUE(a.ok()) << a.to_string();
+    EXPECT_TRUE(b.ok()) << b.to_string();
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<std::vector<char>> out = {dy_out.get(), ddx.get(), gw0.get(), gs0.get(), gb0.get()};
+    for (int l = 0; l < L; ++l) { out.push_back(gwl[l]->get()); out.push_back(gsl[l]->get()); }
+    return out;
+  };
+  const auto first = run();
+  std::vector<double> yref;
+  wtconv_reference_forward(p, x.data(), hprm, &yref);
+  WtconvReferenceGrads g;
+  wtconv_reference_backward(p, dy.data(), x.data(), hprm, &g);
+  const double tol = prec == Precision::kFP32 ? 1e-5 : 1e-2;
+  auto f32 = [](const std::vector<char>& raw) { return decode(Precision::kFP32, raw); };
+  EXPECT_LE(rel_l2(decode(prec, first[0]), yref), tol) << "y";
+  EXPECT_LE(rel_l2(decode(prec, first[1]), g.dx), tol) << "dx";
+  EXPECT_LE(rel_l2(f32(first[2]), g.base_weight), tol) << "dW0";
+  EXPECT_LE(rel_l2(f32(first[3]), g.base_scale), tol) << "ds0";
+  if (bias) {
+    EXPECT_LE(rel_l2(f32(first[4]), g.base_bias), tol) << "db0";
+  }
+  for (int l = 0; l < L; ++l) {
+    EXPECT_LE(rel_l2(f32(first[5 + 2 * l]), g.level_weight[l]), tol) << "dW" << l + 1;
+    EXPECT_LE(rel_l2(f32(first[6 + 2 * l]), g.level_scale[l]), tol) << "ds" << l + 1;
+  }
+  EXPECT_TRUE(run() == first) << "two runs are not bit-identical";
+}
+
+TEST(WtconvGpu, OddSizesEveryOption) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
+  const int sizes[][2] = {{1, 6}, {5, 3}, {7, 10}, {13, 9}, {2, 2}, {1, 1}, {17, 33}};
+  const Precision P[3] = {Precision::kFP32, Precision::kFP16, Precision::kBF16};
+  int i = 0;
+  for (auto& hw : sizes)
+    for (int k : {1, 3, 5, 7}) {
+      run_case(2, 3, hw[0], hw[1], k, 1 + i % 5, 1 + i % 3, P[i % 3], i % 4 != 3, 10 + i);
+      ++i;
+    }
+}
+
+TEST(WtconvGpu, RandomShapes) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
+  std::mt19937 rng(4321);
+  const Precision P[3] = {Precision::kFP32, Precision::kFP16, Precision::kBF16};
+  for (int i = 0; i < 24; ++i) {
+    const int k = 1 + 2 * int(rng() % 8), L = 1 + int(rng() % 8), s = 1 + int(rng() % 3);
+    const int lim = k > 9 ? 24 : 64;
+    run_case(1 + int(rng() % 3), 1 + int(rng() % 4), 1 + int(rng() % lim), 1 + int(rng() % lim), k, L, s, P[rng() % 3],
+             rng() % 4 != 0, 100 + i);
+  }
+}
+
+TEST(WtconvGpu, ManyPlanesPerBlockAndSplits) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
+  run_case(64, 8, 7, 7, 5, 2, 1, Precision::kFP32, true, 1);
+  run_case(16, 6, 14, 14, 5, 3, 1, Precision::kFP32, true, 2);
+  run_case(3, 2, 64, 96, 7, 4, 1, Precision::kFP32, true, 3);
+  run_case(2, 2, 130, 70, 3, 8, 1, Precision::kFP32, false, 4);
+  run_case(2, 2, 50, 45, 15, 3, 2, Precision::kFP32, true, 5);
+}
+
+}  // namespace
+}  // namespace winconv

@@ -1,0 +1,85 @@
+"""The benchmark's pieces that need no GPU: shapes, weight mapping, byte model, report."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+
+import pytest
+import torch
+
+from conftest import REPO_ROOT
+
+sys.path.insert(0, str(REPO_ROOT / "bench"))
+import plot_wtconv  # noqa: E402
+import wtconv_bench  # noqa: E402
+
+import winconv  # noqa: E402
+
+
+def test_reads_the_shapes_file():
+    shapes = wtconv_bench.read_shapes(REPO_ROOT / "bench" / "wtconv_shapes.csv")
+    names = [s.name for s in shapes]
+    assert "big_L2" in names and len(names) == len(set(names))
+    big = shapes[names.index("big_L2")]
+    assert (big.batch, big.channels, big.height, big.width) == (16, 128, 512, 512)
+
+
+def test_official_layout_mapping_covers_every_parameter():
+    ours = winconv.WTConv2d(4, 4, kernel_size=5, wt_levels=3).state_dict()
+    official_keys = ["base_weight", "base_scale", "base_bias"] + [f"wt_weights.{i}" for i in range(3)] + [
+        f"wt_scales.{i}" for i in range(3)
+    ]
+    mapped = wtconv_bench.official_state_dict(ours, official_keys)
+    assert list(mapped) == official_keys
+    assert mapped["wt_weights.2"] is ours["wavelet_convs.2.weight"]
+    assert mapped["base_bias"] is ours["base_conv.bias"]
+    # A module with the original layout gets the state_dict unchanged.
+    assert wtconv_bench.official_state_dict(ours, list(ours)) == ours
+    with pytest.raises(KeyError):
+        wtconv_bench.official_state_dict(ours, ["something_else"])
+
+
+def test_floor_byte_model():
+    shape = wtconv_bench.Shape("s", 2, 3, 5, 7, 5, 2)
+    fwd, train, model = wtconv_bench.kernel_bytes(shape, torch.float16)
+    if model == "floor":
+        assert (fwd, train) == (2 * 210 * 2, 5 * 210 * 2)
+
+
+def test_argument_checks():
+    with pytest.raises(SystemExit):
+        wtconv_bench.parse_args(["--iters", "5"])
+    with pytest.raises(SystemExit):
+        wtconv_bench.parse_args(["--dtypes", "fp8"])
+    args = wtconv_bench.parse_args(["--impls", "winconv,depthwise7x7", "--dtypes", "bf16"])
+    assert args.impls == ["winconv", "depthwise7x7"] and args.dtypes == ["bf16"]
+
+
+def test_report_from_a_results_folder(tmp_path):
+    shapes = wtconv_bench.read_shapes(REPO_ROOT / "bench" / "wtconv_shapes.csv")[:2] + [
+        wtconv_bench.Shape("big_L2", 16, 128, 512, 512, 5, 2)
+    ]
+    env = {"gpu": "test GPU", "torch": torch.__version__, "cuda": None, "cudnn": None, "date": "today",
+           "winconv_kernels": "fused", "copy_GBps": 4000.0, "l2_bytes": 50 * 2**20, "iters": 20,
+           "shapes": {s.name: vars(s) for s in shapes}}
+    (tmp_path / "wtconv_env.json").write_text(json.dumps(env))
+    with (tmp_path / "wtconv_extra.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=wtconv_bench.EXTRA_COLUMNS)
+        writer.writeheader()
+        for dtype in ("fp32", "bf16"):
+            for i, s in enumerate(shapes):
+                for j, impl in enumerate(("winconv", "official_fused", "depthwise7x7")):
+                    writer.writerow({"shape": s.name, "dtype": dtype, "impl": impl, "fwd_ms": 1.0 + i + j,
+                                     "train_ms": 2.0 + i + 2 * j, "peak_bytes": 2**20, "rel_err": 1e-7,
+                                     "fwd_bytes": 100, "train_bytes": 250, "bytes_model": "floor",
+                                     "fwd_GBps": 1.0, "train_GBps": 1.0})
+    rows, env_loaded, table = plot_wtconv.load(tmp_path)
+    text = plot_wtconv.summary_markdown(rows, env_loaded, table)
+    assert "## fp32" in text and "## bf16" in text and "## fp16" not in text
+    assert "**geomean**" in text and "big_L2: against the I/O floor" in text
+    assert "| 2.00 |" in text  # official_fused fwd ratio of the first shape: 2.0 / 1.0
+    pytest.importorskip("matplotlib")
+    plot_wtconv.write_report(tmp_path)
+    assert (tmp_path / "wtconv.png").stat().st_size > 0

@@ -1,0 +1,207 @@
+"""The fused CUDA kernels through the module: accuracy, determinism, compile, graphs, autocast.
+
+Skipped (with the reason) when there is no CUDA device or libwinconv's kernels are not loaded.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import winconv
+from winconv import functional
+from wtconv_oracles import rel_l2
+
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device available", allow_module_level=True)
+if winconv.native_status():
+    pytest.skip(f"fused WTConv kernels unavailable: {winconv.native_status()}", allow_module_level=True)
+
+TOLERANCE = {torch.float32: 1e-5, torch.float16: 1e-2, torch.bfloat16: 1e-2}
+DTYPES = list(TOLERANCE)
+
+# (B, C, H, W, kernel_size, wt_levels, stride): odd sizes, deep cascades, strides, the WTConvNeXt kernel.
+CASES = [
+    (2, 8, 7, 10, 5, 2, 1),
+    (2, 4, 13, 9, 3, 4, 1),
+    (1, 3, 5, 3, 7, 3, 2),
+    (3, 16, 32, 32, 5, 3, 1),
+    (2, 8, 56, 56, 5, 5, 1),
+    (1, 2, 1, 6, 1, 2, 1),
+    (1, 2, 1, 1, 3, 5, 2),
+    (2, 6, 33, 17, 9, 2, 3),
+]
+
+
+def _randomised_layer(c, k, levels, stride, bias=True, seed=0):
+    torch.manual_seed(seed)
+    layer = winconv.WTConv2d(c, c, kernel_size=k, wt_levels=levels, stride=stride, bias=bias)
+    with torch.no_grad():  # scales away from their defaults so every parameter is exercised
+        layer.base_scale.weight.add_(0.5 * torch.randn_like(layer.base_scale.weight))
+        for scale in layer.level_scales:
+            scale.add_(0.2 * torch.randn_like(scale))
+    return layer
+
+
+def _float64_reference(layer, x, grad_y):
+    """Forward and gradients of the float64 reference on CPU for the same (rounded) inputs."""
+    params = (
+        layer.base_conv.weight.detach().double().cpu(),
+        None if layer.base_conv.bias is None else layer.base_conv.bias.detach().double().cpu(),
+        layer.base_scale.weight.detach().double().cpu(),
+        [w.detach().double().cpu() for w in layer.level_weights],
+        [s.detach().double().cpu() for s in layer.level_scales],
+    )
+    x64 = x.detach().double().cpu()
+    y = functional.wtconv2d_forward(x64, *params, layer.stride)
+    grads = functional.wtconv2d_backward(grad_y.detach().double().cpu(), x64, *params, layer.stride)
+    return y, grads
+
+
+def _module_grads(layer):
+    return [
+        layer.base_conv.weight.grad,
+        layer.base_conv.bias.grad if layer.base_conv.bias is not None else None,
+        layer.base_scale.weight.grad,
+        *[w.grad for w in layer.level_weights],
+        *[s.grad for s in layer.level_scales],
+    ]
+
+
+def _flat_reference_grads(grads):
+    _, gw0, gb0, gs0, gws, gss = grads
+    return [gw0, gb0, gs0, *gws, *gss]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).split(".")[-1])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c)))
+def test_forward_and_backward_against_float64(case, dtype):
+    b, c, h, w, k, levels, stride = case
+    layer = _randomised_layer(c, k, levels, stride, bias=(h % 2 == 1)).cuda()
+    x = torch.randn(b, c, h, w, device="cuda").to(dtype).requires_grad_(True)
+    y = layer(x)
+    assert y.dtype == dtype and y.shape == (b, c, -(-h // stride), -(-w // stride))
+    grad_y = torch.randn_like(y)
+    y.backward(grad_y)
+
+    y_ref, grads_ref = _float64_reference(layer, x, grad_y)
+    tol = TOLERANCE[dtype]
+    assert torch.isfinite(y).all() and torch.isfinite(x.grad).all()
+    assert rel_l2(y.cpu(), y_ref) <= tol, "forward"
+    assert x.grad.dtype == dtype
+    assert rel_l2(x.grad.cpu(), grads_ref[0]) <= tol, "grad_x"
+    for i, (got, ref) in enumerate(zip(_module_grads(layer), _flat_reference_grads(grads_ref))):
+        if ref is None:
+            assert got is None
+            continue
+        assert got.dtype == torch.float32
+        assert rel_l2(got.cpu(), ref) <= tol, f"parameter gradient {i}"
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).split(".")[-1])
+def test_deterministic_bit_identical(dtype):
+    layer = _randomised_layer(32, 5, 3, 1).cuda()
+    x = torch.randn(4, 32, 45, 38, device="cuda", dtype=dtype)
+    grad_y = torch.randn_like(x)
+
+    def run():
+        layer.zero_grad(set_to_none=True)
+        xi = x.clone().requires_grad_(True)
+        y = layer(xi)
+        y.backward(grad_y)
+        return [y, xi.grad, *_module_grads(layer)]
+
+    first, second = run(), run()
+    for a, b in zip(first, second):
+        assert torch.equal(a, b)
+
+
+def test_torch_compile_fullgraph_on_cuda():
+    torch._dynamo.reset()
+    layer = _randomised_layer(8, 5, 3, 2).cuda()
+    x = torch.randn(2, 8, 29, 31, device="cuda", requires_grad=True)
+    eager = layer(x)
+    eager.square().sum().backward()
+    grads_eager = [x.grad.clone()] + [g.clone() for g in _module_grads(layer)]
+    x.grad = None
+    layer.zero_grad(set_to_none=True)
+
+    compiled = torch.compile(layer, fullgraph=True)
+    y = compiled(x)
+    y.square().sum().backward()
+    assert rel_l2(y, eager) <= 1e-6
+    for got, ref in zip([x.grad] + _module_grads(layer), grads_eager):
+        assert rel_l2(got, ref) <= 1e-6
+
+
+def test_cuda_graph_capture_and_replay():
+    layer = _randomised_layer(16, 5, 3, 1).cuda()
+    static_x = torch.randn(2, 16, 40, 36, device="cuda", requires_grad=True)
+    static_grad_y = torch.randn(2, 16, 40, 36, device="cuda")
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up outside capture, as graph capture requires
+        for _ in range(2):
+            layer(static_x).backward(static_grad_y)
+    torch.cuda.current_stream().wait_stream(side)
+    layer.zero_grad(set_to_none=False)
+    static_x.grad = None
+
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_y = layer(static_x)
+        static_y.backward(static_grad_y)
+
+    for seed in range(3):
+        torch.manual_seed(100 + seed)
+        new_x = torch.randn_like(static_x)
+        new_grad = torch.randn_like(static_grad_y)
+        with torch.no_grad():
+            static_x.copy_(new_x)
+            static_grad_y.copy_(new_grad)
+            static_x.grad.zero_()
+            for g in _module_grads(layer):
+                g.zero_()
+        graph.replay()
+        torch.cuda.synchronize()
+        y_ref, grads_ref = _float64_reference(layer, new_x, new_grad)
+        assert rel_l2(static_y.cpu(), y_ref) <= 1e-5
+        assert rel_l2(static_x.grad.cpu(), grads_ref[0]) <= 1e-5
+        for got, ref in zip(_module_grads(layer), _flat_reference_grads(grads_ref)):
+            assert rel_l2(got.cpu(), ref) <= 1e-5
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+def test_autocast(dtype):
+    layer = _randomised_layer(16, 5, 2, 1).cuda()
+    x = torch.randn(2, 16, 30, 30, device="cuda", requires_grad=True)
+    with torch.autocast("cuda", dtype=dtype):
+        y = layer(x)
+        loss = y.float().square().mean()
+    assert y.dtype == dtype
+    assert layer.base_conv.weight.dtype == torch.float32
+    loss.backward()
+    assert x.grad.dtype == torch.float32 and layer.base_conv.weight.grad.dtype == torch.float32
+    y_ref, _ = _float64_reference(layer, x.detach().to(dtype), torch.zeros_like(y))
+    assert rel_l2(y.cpu(), y_ref) <= 1e-2
+
+
+def test_opcheck_on_cuda():
+    layer = _randomised_layer(4, 3, 2, 2).cuda()
+    x = torch.randn(2, 4, 11, 9, device="cuda", requires_grad=True)
+    args = (x, layer.base_conv.weight, layer.base_conv.bias, layer.base_scale.weight,
+            layer.level_weights, layer.level_scales, 2)
+    torch.library.opcheck(torch.ops.winconv.wtconv2d_fwd.default, args)
+
+
+def test_half_precision_module_parameters():
+    layer = _randomised_layer(8, 5, 2, 1).cuda()
+    reference = _randomised_layer(8, 5, 2, 1).cuda()
+    layer.half()
+    x = torch.randn(2, 8, 21, 19, device="cuda", dtype=torch.float16, requires_grad=True)
+    y = layer(x)
+    y.float().sum().backward()
+    assert y.dtype == torch.float16 and layer.base_conv.weight.grad.dtype == torch.float16
+    y_ref = reference(x.detach().float())
+    assert rel_l2(y, y_ref) <= 1e-2

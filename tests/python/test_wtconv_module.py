@@ -1,0 +1,208 @@
+"""The module: original-compatible parameters and state_dict, conversion, argument errors."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+import torch
+from torch import nn
+
+import winconv
+from winconv.haar import haar_filter_bank
+from wtconv_oracles import WTParams, one_pass, rel_l2
+
+
+def _expected_layout(c, k, levels, bias=True):
+    layout = {"wt_filter": (4 * c, 1, 2, 2), "iwt_filter": (4 * c, 1, 2, 2), "base_conv.weight": (c, 1, k, k)}
+    if bias:
+        layout["base_conv.bias"] = (c,)
+    layout["base_scale.weight"] = (1, c, 1, 1)
+    for i in range(levels):
+        layout[f"wavelet_convs.{i}.weight"] = (4 * c, 1, k, k)
+    for i in range(levels):
+        layout[f"wavelet_scale.{i}.weight"] = (1, 4 * c, 1, 1)
+    return layout
+
+
+def _module_params(layer) -> WTParams:
+    return WTParams(
+        layer.base_conv.weight.detach().double(),
+        None if layer.base_conv.bias is None else layer.base_conv.bias.detach().double(),
+        layer.base_scale.weight.detach().double(),
+        [w.detach().double() for w in layer.level_weights],
+        [s.detach().double() for s in layer.level_scales],
+    )
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_state_dict_keys_shapes_and_initialisation(bias):
+    layer = winconv.WTConv2d(6, 6, kernel_size=3, wt_levels=2, bias=bias)
+    state = layer.state_dict()
+    assert [(k, tuple(v.shape)) for k, v in state.items()] == list(_expected_layout(6, 3, 2, bias).items())
+    assert not layer.wt_filter.requires_grad and not layer.iwt_filter.requires_grad
+    assert isinstance(layer.wt_filter, nn.Parameter) and isinstance(layer.iwt_filter, nn.Parameter)
+    assert torch.equal(layer.wt_filter, haar_filter_bank(6))
+    assert torch.equal(layer.base_scale.weight, torch.ones(1, 6, 1, 1))
+    for scale in layer.level_scales:
+        assert torch.equal(scale, torch.full((1, 24, 1, 1), 0.1))
+    trainable = {name for name, p in layer.named_parameters() if p.requires_grad}
+    assert trainable == set(state) - {"wt_filter", "iwt_filter"}
+
+
+def test_same_seed_gives_same_weights_as_the_original(original_wtconv2d):
+    torch.manual_seed(1234)
+    original = original_wtconv2d(8, 8, kernel_size=5, wt_levels=3)
+    torch.manual_seed(1234)
+    ours = winconv.WTConv2d(8, 8, kernel_size=5, wt_levels=3)
+    theirs = original.state_dict()
+    assert list(ours.state_dict()) == list(theirs)
+    for key, value in ours.state_dict().items():
+        assert torch.equal(value, theirs[key]), key
+
+
+@pytest.mark.parametrize("height,width,levels,stride", [(13, 9, 3, 1), (7, 10, 2, 2), (5, 3, 4, 1), (16, 16, 2, 3)])
+def test_original_state_dict_loads_and_outputs_match(original_wtconv2d, height, width, levels, stride):
+    original = original_wtconv2d(4, 4, kernel_size=5, stride=stride, wt_levels=levels)
+    with torch.no_grad():  # non-default scales so that every parameter matters
+        for p in original.parameters():
+            if p.requires_grad:
+                p.add_(0.1 * torch.randn_like(p))
+    ours = winconv.WTConv2d(4, 4, kernel_size=5, stride=stride, wt_levels=levels)
+    ours.load_state_dict(original.state_dict())
+    x = torch.randn(2, 4, height, width)
+    expected = original(x)
+    got = ours(x)
+    assert got.shape == expected.shape
+    assert rel_l2(got, expected) < 1e-5
+    converted = winconv.convert_wtconv(nn.Sequential(original, nn.ReLU()))
+    assert isinstance(converted[0], winconv.WTConv2d)
+    assert rel_l2(converted(x), torch.relu(expected)) < 1e-5
+
+
+def test_original_layout_built_by_hand_loads():
+    c, k, levels = 3, 5, 2
+    state = {key: torch.randn(shape) for key, shape in _expected_layout(c, k, levels).items()}
+    state["wt_filter"] = haar_filter_bank(c)
+    state["iwt_filter"] = haar_filter_bank(c).double().float()
+    layer = winconv.WTConv2d(c, c, kernel_size=k, wt_levels=levels)
+    layer.load_state_dict(state)
+    x = torch.randn(1, c, 9, 7, dtype=torch.float64)
+    params = WTParams(
+        state["base_conv.weight"].double(),
+        state["base_conv.bias"].double(),
+        state["base_scale.weight"].double(),
+        [state[f"wavelet_convs.{i}.weight"].double() for i in range(levels)],
+        [state[f"wavelet_scale.{i}.weight"].double() for i in range(levels)],
+    )
+    assert rel_l2(layer.double()(x), one_pass(x, params)) < 1e-13
+
+
+def test_state_dict_round_trip_through_a_file():
+    layer = winconv.WTConv2d(5, 5, kernel_size=7, wt_levels=3, stride=2)
+    with torch.no_grad():
+        for p in layer.parameters():
+            p.add_(torch.randn_like(p) * 0.01 if p.requires_grad else 0)
+    buffer = io.BytesIO()
+    torch.save(layer.state_dict(), buffer)
+    buffer.seek(0)
+    restored = winconv.WTConv2d(5, 5, kernel_size=7, wt_levels=3, stride=2)
+    restored.load_state_dict(torch.load(buffer))
+    x = torch.randn(2, 5, 12, 9)
+    assert torch.equal(layer(x), restored(x))
+
+
+@pytest.mark.parametrize("key", ["wt_filter", "iwt_filter"])
+def test_loading_non_haar_filters_is_refused(key):
+    layer = winconv.WTConv2d(2, 2, wt_levels=1)
+    state = layer.state_dict()
+    state[key] = state[key].clone()
+    state[key][5, 0, 1, 1] += 0.01
+    with pytest.raises(ValueError, match=f"'{key}'.*not the Haar"):
+        layer.load_state_dict(state)
+
+
+def test_from_original_keeps_device_dtype_and_mode():
+    source = winconv.WTConv2d(3, 3, kernel_size=3, wt_levels=2, bias=False)
+    original_like = nn.Module()  # an object laid out like the original module
+    for name in ("wt_filter", "iwt_filter", "base_conv", "base_scale", "wavelet_convs", "wavelet_scale"):
+        setattr(original_like, name, getattr(source, name))
+    original_like.stride = 1
+    original_like.double().eval()
+    converted = winconv.convert_wtconv(original_like)
+    assert isinstance(converted, winconv.WTConv2d) and not converted.training
+    assert converted.base_conv.weight.dtype == torch.float64 and converted.base_conv.bias is None
+    assert converted.kernel_size == 3 and converted.wt_levels == 2
+
+
+def test_module_output_matches_oracle_with_default_initialisation():
+    layer = winconv.WTConv2d(3, 3, kernel_size=5, wt_levels=4).double()
+    x = torch.randn(2, 3, 13, 9, dtype=torch.float64)
+    assert rel_l2(layer(x), one_pass(x, _module_params(layer))) < 1e-13
+
+
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        (dict(in_channels=4, out_channels=8), "out_channels must equal in_channels"),
+        (dict(kernel_size=4), "kernel_size must be odd and in \\[1, 15\\], got 4"),
+        (dict(kernel_size=17), "kernel_size must be odd and in \\[1, 15\\], got 17"),
+        (dict(kernel_size=0), "kernel_size must be odd"),
+        (dict(wt_levels=0), "wt_levels must be in \\[1, 8\\], got 0"),
+        (dict(wt_levels=9), "wt_levels must be in \\[1, 8\\], got 9"),
+        (dict(wt_type="db2"), "wt_type must be 'db1'"),
+        (dict(stride=0), "stride must be >= 1, got 0"),
+        (dict(in_channels=0, out_channels=0), "in_channels must be >= 1"),
+    ],
+)
+def test_bad_constructor_arguments(kwargs, message):
+    args = dict(in_channels=4, out_channels=4)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=message):
+        winconv.WTConv2d(**args)
+
+
+def test_non_integer_constructor_arguments():
+    with pytest.raises(TypeError, match="kernel_size must be an int"):
+        winconv.WTConv2d(4, 4, kernel_size=5.0)
+
+
+def test_bad_inputs_at_forward():
+    layer = winconv.WTConv2d(4, 4, wt_levels=2)
+    with pytest.raises(TypeError, match="input dtype must be float32, float16, bfloat16 or float64, got torch.int64"):
+        layer(torch.ones(1, 4, 8, 8, dtype=torch.int64))
+    with pytest.raises(TypeError, match="must be a torch.Tensor"):
+        layer([[1.0]])
+    with pytest.raises(ValueError, match="must be 4-D"):
+        layer(torch.randn(4, 8, 8))
+    with pytest.raises(ValueError, match="input has 3 channels, expected 4"):
+        layer(torch.randn(1, 3, 8, 8))
+    with pytest.raises(ValueError, match="height and width must be >= 1"):
+        layer(torch.randn(1, 4, 0, 8))
+    with pytest.raises(ValueError, match="input is on meta but the parameters are on cpu"):
+        layer(torch.empty(1, 4, 8, 8, device="meta"))
+
+
+def test_bad_functional_parameters():
+    x = torch.randn(1, 2, 5, 5)
+    w0, s0 = torch.randn(2, 1, 3, 3), torch.ones(1, 2, 1, 1)
+    good_w, good_s = [torch.randn(8, 1, 3, 3)], [torch.ones(1, 8, 1, 1)]
+    with pytest.raises(ValueError, match=r"level_weights\[0\] must have shape \(8, 1, 3, 3\), got \(8, 1, 5, 5\)"):
+        winconv.wtconv2d(x, w0, None, s0, [torch.randn(8, 1, 5, 5)], good_s)
+    with pytest.raises(ValueError, match="got 1 level weights but 2 level scales"):
+        winconv.wtconv2d(x, w0, None, s0, good_w, good_s * 2)
+    with pytest.raises(ValueError, match=r"base_bias must have shape \(2,\)"):
+        winconv.wtconv2d(x, w0, torch.zeros(3), s0, good_w, good_s)
+    with pytest.raises(ValueError, match="stride must be an int >= 1"):
+        winconv.wtconv2d(x, w0, None, s0, good_w, good_s, stride=0)
+    with pytest.raises(ValueError, match="kernel size must be odd"):
+        winconv.wtconv2d(x, torch.randn(2, 1, 2, 2), None, s0, good_w, good_s)
+
+
+def test_empty_batch():
+    layer = winconv.WTConv2d(2, 2, wt_levels=2, stride=2)
+    x = torch.randn(0, 2, 7, 5, requires_grad=True)
+    y = layer(x)
+    assert y.shape == (0, 2, 4, 3)
+    y.sum().backward()
+    assert x.grad.shape == x.shape
