@@ -114,7 +114,9 @@ Status conv2d_forward(const Conv2dConfig& config, const void* x, const void* w, 
                                  "im2win window GEMM launch");
   } else {
     p.a_src = static_cast<const float*>(x);
-    WINCONV_RETURN_IF_CUDA_ERROR(nchw        ? im2win::launch_conv_fp32_onchip_nchw(p, tile, stream)
+    const bool unpadded = pb.pad_h == 0 && pb.pad_w == 0;
+    WINCONV_RETURN_IF_CUDA_ERROR(nchw && unpadded ? im2win::launch_conv_fp32_onchip_nchw_unpadded(p, tile, stream)
+                                 : nchw       ? im2win::launch_conv_fp32_onchip_nchw(p, tile, stream)
                                  : nhwc_vec ? im2win::launch_conv_fp32_onchip_nhwc_vec(p, tile, stream)
                                             : im2win::launch_conv_fp32_onchip_nhwc(p, tile, stream),
                                  "im2win on-chip GEMM launch");

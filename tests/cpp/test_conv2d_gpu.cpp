@@ -81,6 +81,19 @@ TEST_P(Conv2dGpuRandom, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Seeds, Conv2dGpuRandom, ::testing::Range(0, 30));
 
+TEST_P(Conv2dGpuRandom, UnpaddedMatchesReference) {
+  // No padding selects the gather without bounds tests: its offset walk must match too.
+  WINCONV_REQUIRE_GPU();
+  std::mt19937_64 rng(9000 + GetParam());
+  for (Layout layout : {Layout::kNCHW, Layout::kNHWC}) {
+    Conv2dConfig cfg = random_config(rng, layout, 40);
+    cfg.problem.pad_h = cfg.problem.pad_w = 0;
+    cfg.problem.h = std::max(cfg.problem.h, cfg.problem.r);
+    cfg.problem.w = std::max(cfg.problem.w, cfg.problem.s);
+    expect_matches_reference(cfg, rng);
+  }
+}
+
 TEST(Conv2dGpu, LargeTilesAndManyTiles) {
   // Shapes that select each tile shape and leave tails in M, N and K.
   WINCONV_REQUIRE_GPU();

@@ -15,6 +15,8 @@ inline int tile_bn(TileShape t) { return (t == TileShape::k128x128 || t == TileS
 const char* tile_name(TileShape t);
 
 cudaError_t launch_conv_fp32_onchip_nchw(const ConvGemmParams& p, TileShape tile, cudaStream_t stream);
+// NCHW without padding: no bounds tests in the gather.
+cudaError_t launch_conv_fp32_onchip_nchw_unpadded(const ConvGemmParams& p, TileShape tile, cudaStream_t stream);
 cudaError_t launch_conv_fp32_onchip_nhwc(const ConvGemmParams& p, TileShape tile, cudaStream_t stream);
 cudaError_t launch_conv_fp32_window_nchw(const ConvGemmParams& p, TileShape tile, cudaStream_t stream);
 cudaError_t launch_conv_fp32_window_nhwc(const ConvGemmParams& p, TileShape tile, cudaStream_t stream);

@@ -80,6 +80,43 @@ struct GatherOnChipNchw : GatherMapping<BM, BK, THREADS> {
   }
 };
 
+// OnChipNchw without padding: every window lies inside its image, so the bounds test goes and
+// the element offset is walked incrementally. One compare predicates both the K tail and a tail
+// pixel; about half the integer work per copied element of the padded version.
+template <int BM, int BK, int THREADS>
+struct GatherOnChipNchwUnpadded : GatherMapping<BM, BK, THREADS> {
+  using Base = GatherMapping<BM, BK, THREADS>;
+  const float* window;  // x[n, 0, op*sh, oq*sw]
+  int kk_end;           // kg for a valid pixel, 0 for a tail pixel
+
+  __device__ GatherOnChipNchwUnpadded(const ConvGemmParams& p, int m0, int tid) : Base(p, m0, tid) {
+    const WindowOrigin o(p, this->img, this->op, this->oq);
+    window = o.image + o.ih0 * p.w + o.iw0;
+    kk_end = this->m_valid ? p.kg : 0;
+  }
+
+  __device__ void load(const ConvGemmParams& p, float* as, int k0) const {
+    const int kk = k0 + this->kk_local0;
+    const int c = kk / p.rs, rem = kk - c * p.rs;
+    int u = rem / p.s, v = rem - u * p.s;
+    int off = (c * p.h + u) * p.w + v;
+#pragma unroll
+    for (int i = 0; i < Base::kPerThread; ++i) {
+      const bool ok = kk + i < kk_end;
+      cp_async_4(this->dst(as, i), ok ? window + off : p.a_src, ok);
+      ++off;
+      if (++v == p.s) {
+        v = 0;
+        off += p.w - p.s;  // next filter row
+        if (++u == p.r) {
+          u = 0;
+          off += (p.h - p.r) * p.w;  // next channel
+        }
+      }
+    }
+  }
+};
+
 template <int BM, int BK, int THREADS>
 struct GatherOnChipNhwc : GatherMapping<BM, BK, THREADS> {
   using Base = GatherMapping<BM, BK, THREADS>;

@@ -55,20 +55,25 @@ __global__ void __launch_bounds__(kBlockThreads, 3) backward_base_kernel(BwdBase
     const ItemPos pos = decode_item(a.g, item);
     const int py0 = 2 * (pos.y0 - r), px0 = 2 * (pos.x0 - r);  // pixel origin of the tile region
     __syncthreads();
-    for (int e = threadIdx.x; e < np * pplane; e += blockDim.x) {
-      const int p = e / pplane, yy = (e / pw) % ph, xx = e % pw;
-      const int b = pos.b0 + p, y = py0 + yy, x = px0 + xx;
-      float xv = 0.f, dv = 0.f;
-      if (b < a.B && y >= 0 && x >= 0 && y < a.H && x < a.W) {
-        const int64_t pl = int64_t(b) * a.C + c;
-        xv = to_float(a.x[pl * a.H * a.W + int64_t(y) * a.W + x]);
-        if (s == 1) dv = to_float(a.dy[pl * a.Ho * a.Wo + int64_t(y) * a.Wo + x]);
-        else if (y % s == 0 && x % s == 0)
-          dv = to_float(a.dy[pl * a.Ho * a.Wo + int64_t(y / s) * a.Wo + x / s]);
-      }
-      xs[e] = xv;
-      ds[e] = dv;
-    }
+    stage_tile<4>(
+        np * pplane,
+        [&](int e) {
+          const int p = e / pplane, rem = e - p * pplane, yy = rem / pw, xx = rem - yy * pw;
+          const int b = pos.b0 + p, y = py0 + yy, x = px0 + xx;
+          float2 v = make_float2(0.f, 0.f);  // (x, D)
+          if (b < a.B && y >= 0 && x >= 0 && y < a.H && x < a.W) {
+            const int64_t pl = int64_t(b) * a.C + c;
+            v.x = to_float(a.x[pl * a.H * a.W + int64_t(y) * a.W + x]);
+            if (s == 1) v.y = to_float(a.dy[pl * a.Ho * a.Wo + int64_t(y) * a.Wo + x]);
+            else if (y % s == 0 && x % s == 0)
+              v.y = to_float(a.dy[pl * a.Ho * a.Wo + int64_t(y / s) * a.Wo + x / s]);
+          }
+          return v;
+        },
+        [&](int e, float2 v) {
+          xs[e] = v.x;
+          ds[e] = v.y;
+        });
     __syncthreads();
     for (int e = threadIdx.x; e < np * plane; e += blockDim.x) {
       const int p = e / plane, rem = e % plane, yy = rem / ew, xx = rem % ew;
@@ -90,16 +95,24 @@ __global__ void __launch_bounds__(kBlockThreads, 3) backward_base_kernel(BwdBase
       for (int e = threadIdx.x; e < np * 4 * strips * tw; e += blockDim.x) {
         const StripJob j = strip_job(e, tw, strips);  // slot = p * 4 + subband
         const int p = j.slot >> 2, t = j.slot & 3;
-        float acc[kStripRows];
-        conv_column_strip<K, kStripRows>(w1f + t * kk, gs + j.slot * plane + j.row0 * ew + j.col, ew,
-                                         eh - j.row0, acc);
         const int b = pos.b0 + p, qx = pos.x0 + j.col;
+        // dX_1 at LL, loaded before the conv so its latency hides behind the arithmetic.
+        bool has_res[kStripRows];
+        float res[kStripRows];
 #pragma unroll
         for (int o = 0; o < kStripRows; ++o) {
           const int ty = j.row0 + o, qy = pos.y0 + ty;
+          has_res[o] = t == 0 && a.dxin && ty < th && b < a.B && qy < a.h1 && qx < a.w1g;
+          res[o] = has_res[o] ? a.dxin[(int64_t(b) * a.C + c) * a.h1 * a.w1g + int64_t(qy) * a.w1g + qx] : 0.f;
+        }
+        float acc[kStripRows];
+        conv_column_strip<K, kStripRows>(w1f + t * kk, gs + j.slot * plane + j.row0 * ew + j.col, ew,
+                                         eh - j.row0, acc);
+#pragma unroll
+        for (int o = 0; o < kStripRows; ++o) {
+          const int ty = j.row0 + o;
           if (ty >= th) break;
-          if (t == 0 && a.dxin && b < a.B && qy < a.h1 && qx < a.w1g)
-            acc[o] += a.dxin[(int64_t(b) * a.C + c) * a.h1 * a.w1g + int64_t(qy) * a.w1g + qx];
+          if (has_res[o]) acc[o] += res[o];
           dz[(j.slot * th + ty) * tw + j.col] = acc[o];
         }
       }

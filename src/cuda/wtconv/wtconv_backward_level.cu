@@ -39,32 +39,50 @@ __global__ void __launch_bounds__(kBlockThreads) backward_level_kernel(BwdLevelA
   item_range(a.g.items, a.g.splits, split, &begin, &end);
   for (int64_t item = begin; item < end; ++item) {
     const ItemPos pos = decode_item(a.g, item);
-    __syncthreads();
-    for (int e = threadIdx.x; e < np * plane; e += blockDim.x) {
-      const int p = e / plane, rem = e % plane;
-      const int qy = pos.y0 - r + rem / ew, qx = pos.x0 - r + rem % ew;
-      const int b = pos.b0 + p;
-      float x00 = 0.f, x01 = 0.f, x10 = 0.f, x11 = 0.f, g00 = 0.f, g01 = 0.f, g10 = 0.f, g11 = 0.f;
-      if (b < a.B && qy >= 0 && qx >= 0 && qy < a.hq && qx < a.wq) {
-        const int64_t off = (int64_t(b) * a.C + c) * a.hin * a.win;
-        const float* xp = a.xin + off;
-        const float* gp = a.gin + off;
-        const int y = 2 * qy, x = 2 * qx;
-        const bool xr = x + 1 < a.win, yd = y + 1 < a.hin;
-        x00 = xp[y * a.win + x]; g00 = gp[y * a.win + x];
-        if (xr) { x01 = xp[y * a.win + x + 1]; g01 = gp[y * a.win + x + 1]; }
-        if (yd) { x10 = xp[(y + 1) * a.win + x]; g10 = gp[(y + 1) * a.win + x]; }
-        if (xr && yd) { x11 = xp[(y + 1) * a.win + x + 1]; g11 = gp[(y + 1) * a.win + x + 1]; }
-      }
-      float z[4], g[4];
-      haar4(x00, x01, x10, x11, z);
-      haar4(g00, g01, g10, g11, g);
-#pragma unroll
-      for (int t = 0; t < 4; ++t) {
-        ys[(p * 4 + t) * plane + rem] = z[t];
-        gs[(p * 4 + t) * plane + rem] = g[t];
-      }
+    // dX_l of this thread's first synthesis coefficient, loaded now so that its latency overlaps
+    // the staging and the convs instead of stalling the synthesis.
+    float res_first = 0.f;
+    if (a.dxin && threadIdx.x < np * th * tw) {
+      const int e = threadIdx.x, p = e / (th * tw), ty = (e / tw) % th, tx = e % tw;
+      const int b = pos.b0 + p, qy = pos.y0 + ty, qx = pos.x0 + tx;
+      if (b < a.B && qy < a.hq && qx < a.wq)
+        res_first = a.dxin[(int64_t(b) * a.C + c) * a.hq * a.wq + int64_t(qy) * a.wq + qx];
     }
+    __syncthreads();
+    struct Blocks { float4 x, g; };  // the 2x2 blocks of X_{l-1} and G_{l-1}[LL]
+    stage_tile<2>(
+        np * plane,
+        [&](int e) {
+          const int p = e / plane, rem = e - p * plane, ry = rem / ew;
+          const int qy = pos.y0 - r + ry, qx = pos.x0 - r + (rem - ry * ew);
+          const int b = pos.b0 + p;
+          Blocks v;
+          v.x = make_float4(0.f, 0.f, 0.f, 0.f);
+          v.g = v.x;
+          if (b < a.B && qy >= 0 && qx >= 0 && qy < a.hq && qx < a.wq) {
+            const int64_t off = (int64_t(b) * a.C + c) * a.hin * a.win;
+            const float* xp = a.xin + off;
+            const float* gp = a.gin + off;
+            const int y = 2 * qy, x = 2 * qx;
+            const bool xr = x + 1 < a.win, yd = y + 1 < a.hin;
+            v.x.x = xp[y * a.win + x]; v.g.x = gp[y * a.win + x];
+            if (xr) { v.x.y = xp[y * a.win + x + 1]; v.g.y = gp[y * a.win + x + 1]; }
+            if (yd) { v.x.z = xp[(y + 1) * a.win + x]; v.g.z = gp[(y + 1) * a.win + x]; }
+            if (xr && yd) { v.x.w = xp[(y + 1) * a.win + x + 1]; v.g.w = gp[(y + 1) * a.win + x + 1]; }
+          }
+          return v;
+        },
+        [&](int e, const Blocks& v) {
+          const int p = e / plane, rem = e - p * plane;
+          float z[4], g[4];
+          haar4(v.x.x, v.x.y, v.x.z, v.x.w, z);
+          haar4(v.g.x, v.g.y, v.g.z, v.g.w, g);
+#pragma unroll
+          for (int t = 0; t < 4; ++t) {
+            ys[(p * 4 + t) * plane + rem] = z[t];
+            gs[(p * 4 + t) * plane + rem] = g[t];
+          }
+        });
     __syncthreads();
     if constexpr (K > 0) {
       // Register-blocked subband convs into dz (one column strip of one subband per job).
@@ -95,7 +113,7 @@ __global__ void __launch_bounds__(kBlockThreads) backward_level_kernel(BwdLevelA
           d[t] = conv_window<K>(wf + t * kk, gs + (p * 4 + t) * plane + ty * ew + tx, ew, k);
       }
       const int64_t pl = int64_t(b) * a.C + c;
-      if (a.dxin) d[0] += a.dxin[pl * a.hq * a.wq + int64_t(qy) * a.wq + qx];
+      if (a.dxin) d[0] += e == int(threadIdx.x) ? res_first : a.dxin[pl * a.hq * a.wq + int64_t(qy) * a.wq + qx];
       float* dst = a.dxout + pl * a.hin * a.win;
 #pragma unroll
       for (int dy = 0; dy < 2; ++dy) {

@@ -40,14 +40,17 @@ __global__ void __launch_bounds__(kBlockThreads, K == 7 ? 2 : 3) forward_base_ke
     const int qay = (s * pos.y0) >> 1, qax = (s * pos.x0) >> 1;  // first interior coefficient
     const int x0y = 2 * (qay - r), x0x = 2 * (qax - r);           // x origin of the tile
     __syncthreads();
-    for (int e = threadIdx.x; e < np * xh * xw; e += blockDim.x) {
-      const int p = e / (xh * xw), yy = (e / xw) % xh, xx = e % xw;
-      const int b = pos.b0 + p, y = x0y + yy, x = x0x + xx;
-      float v = 0.f;
-      if (b < a.B && y >= 0 && x >= 0 && y < a.H && x < a.W)
-        v = to_float(a.x[(int64_t(b) * a.C + c) * a.H * a.W + int64_t(y) * a.W + x]);
-      xs[e] = v;
-    }
+    stage_tile<8>(
+        np * xh * xw,
+        [&](int e) {
+          const int p = e / (xh * xw), rem = e - p * (xh * xw), yy = rem / xw, xx = rem - yy * xw;
+          const int b = pos.b0 + p, y = x0y + yy, x = x0x + xx;
+          float v = 0.f;
+          if (b < a.B && y >= 0 && x >= 0 && y < a.H && x < a.W)
+            v = to_float(a.x[(int64_t(b) * a.C + c) * a.H * a.W + int64_t(y) * a.W + x]);
+          return v;
+        },
+        [&](int e, float v) { xs[e] = v; });
     __syncthreads();
     for (int e = threadIdx.x; e < np * qh * qw; e += blockDim.x) {
       const int p = e / (qh * qw), rem = e % (qh * qw), yy = rem / qw, xx = rem % qw;
@@ -65,17 +68,24 @@ __global__ void __launch_bounds__(kBlockThreads, K == 7 ? 2 : 3) forward_base_ke
       for (int e = threadIdx.x; e < np * 4 * strips * qiw; e += blockDim.x) {
         const StripJob j = strip_job(e, qiw, strips);  // slot = p * 4 + subband
         const int p = j.slot >> 2, t = j.slot & 3;
+        const int b = pos.b0 + p, qx = qax + j.col;
+        // R_1 at LL, loaded before the conv so its latency hides behind the arithmetic.
+        bool has_res[kStripRows];
+        float res[kStripRows];
+#pragma unroll
+        for (int o = 0; o < kStripRows; ++o) {
+          const int iy = j.row0 + o, qy = qay + iy;
+          has_res[o] = t == 0 && a.rin && iy < qih && b < a.B && qy < a.h1 && qx < a.w1g;
+          res[o] = has_res[o] ? a.rin[(int64_t(b) * a.C + c) * a.h1 * a.w1g + int64_t(qy) * a.w1g + qx] : 0.f;
+        }
         float acc[kStripRows];
         conv_column_strip<K, kStripRows>(w1s + t * kk, ys + j.slot * qh * qw + j.row0 * qw + j.col, qw,
                                          qh - j.row0, acc);
-        const int b = pos.b0 + p, qx = qax + j.col;
 #pragma unroll
         for (int o = 0; o < kStripRows; ++o) {
           const int iy = j.row0 + o;
           if (iy >= qih) break;
-          const int qy = qay + iy;
-          if (t == 0 && a.rin && b < a.B && qy < a.h1 && qx < a.w1g)
-            acc[o] += a.rin[(int64_t(b) * a.C + c) * a.h1 * a.w1g + int64_t(qy) * a.w1g + qx];
+          if (has_res[o]) acc[o] += res[o];
           zs[j.slot * qih * qiw + iy * qiw + j.col] = acc[o];
         }
       }

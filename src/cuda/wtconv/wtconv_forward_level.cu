@@ -25,27 +25,42 @@ __global__ void __launch_bounds__(kBlockThreads) forward_level_kernel(FwdLevelAr
   item_range(a.g.items, a.g.splits, split, &begin, &end);
   for (int64_t item = begin; item < end; ++item) {
     const ItemPos pos = decode_item(a.g, item);
-    __syncthreads();
-    for (int e = threadIdx.x; e < np * plane; e += blockDim.x) {
-      const int p = e / plane, rem = e % plane;
-      const int qy = pos.y0 - r + rem / ew, qx = pos.x0 - r + rem % ew;
-      const int b = pos.b0 + p;
-      float v00 = 0.f, v01 = 0.f, v10 = 0.f, v11 = 0.f;
-      if (b < a.B && qy >= 0 && qx >= 0 && qy < a.hq && qx < a.wq) {
-        const float* src = a.xin + (int64_t(b) * a.C + c) * a.hin * a.win;
-        const int y = 2 * qy, x = 2 * qx;
-        const bool xr = x + 1 < a.win, yd = y + 1 < a.hin;
-        v00 = src[y * a.win + x];
-        if (xr) v01 = src[y * a.win + x + 1];
-        if (yd) v10 = src[(y + 1) * a.win + x];
-        if (xr && yd) v11 = src[(y + 1) * a.win + x + 1];
-      }
-      float z[4];
-      haar4(v00, v01, v10, v11, z);
-      float* dst = ys + p * 4 * plane + rem;
-#pragma unroll
-      for (int s = 0; s < 4; ++s) dst[s * plane] = z[s];
+    // R_l of this thread's first synthesis coefficient, loaded now so that its latency overlaps
+    // the staging and the convs instead of stalling the synthesis.
+    float res_first = 0.f;
+    if (a.rin && threadIdx.x < np * th * tw) {
+      const int e = threadIdx.x, p = e / (th * tw), ty = (e / tw) % th, tx = e % tw;
+      const int b = pos.b0 + p, qy = pos.y0 + ty, qx = pos.x0 + tx;
+      if (b < a.B && qy < a.hq && qx < a.wq)
+        res_first = a.rin[(int64_t(b) * a.C + c) * a.hq * a.wq + int64_t(qy) * a.wq + qx];
     }
+    __syncthreads();
+    stage_tile<2>(
+        np * plane,
+        [&](int e) {
+          const int p = e / plane, rem = e - p * plane, ry = rem / ew;
+          const int qy = pos.y0 - r + ry, qx = pos.x0 - r + (rem - ry * ew);
+          const int b = pos.b0 + p;
+          float4 v = make_float4(0.f, 0.f, 0.f, 0.f);  // the 2x2 block of X_{l-1}
+          if (b < a.B && qy >= 0 && qx >= 0 && qy < a.hq && qx < a.wq) {
+            const float* src = a.xin + (int64_t(b) * a.C + c) * a.hin * a.win;
+            const int y = 2 * qy, x = 2 * qx;
+            const bool xr = x + 1 < a.win, yd = y + 1 < a.hin;
+            v.x = src[y * a.win + x];
+            if (xr) v.y = src[y * a.win + x + 1];
+            if (yd) v.z = src[(y + 1) * a.win + x];
+            if (xr && yd) v.w = src[(y + 1) * a.win + x + 1];
+          }
+          return v;
+        },
+        [&](int e, float4 v) {
+          const int p = e / plane, rem = e - p * plane;
+          float z[4];
+          haar4(v.x, v.y, v.z, v.w, z);
+          float* dst = ys + p * 4 * plane + rem;
+#pragma unroll
+          for (int s = 0; s < 4; ++s) dst[s * plane] = z[s];
+        });
     __syncthreads();
     if constexpr (K > 0) {
       // Register-blocked subband convs into zs (one column strip of one subband per job), then
@@ -76,7 +91,7 @@ __global__ void __launch_bounds__(kBlockThreads) forward_level_kernel(FwdLevelAr
           acc[s] = conv_window<K>(ws + s * kk, ys + (p * 4 + s) * plane + ty * ew + tx, ew, k);
       }
       const int64_t pl = int64_t(b) * a.C + c;
-      if (a.rin) acc[0] += a.rin[pl * a.hq * a.wq + int64_t(qy) * a.wq + qx];
+      if (a.rin) acc[0] += e == int(threadIdx.x) ? res_first : a.rin[pl * a.hq * a.wq + int64_t(qy) * a.wq + qx];
       float* dst = a.rout + pl * a.hin * a.win;
 #pragma unroll
       for (int dy = 0; dy < 2; ++dy) {

@@ -26,20 +26,23 @@ __global__ void __launch_bounds__(kBlockThreads) haar_cascade_kernel(const Tin* 
   const int rem = int(blockIdx.x % per_group);
   const int y0 = (rem / g.tiles_x) * T, x0 = (rem % g.tiles_x) * T;
 
-  for (int e = threadIdx.x; e < g.np * TT; e += blockDim.x) {
-    const int p = e / TT, yy = (e % TT) / T, xx = e % T;
-    const int64_t plane = pg * g.np + p;
-    const int y = y0 + yy, x = x0 + xx;
-    float v = 0.f;
-    if (plane < g.planes && y < g.hin && x < g.win) {
-      if (g.stride == 1) {
-        v = to_float(in[plane * g.in_plane_h * g.in_plane_w + int64_t(y) * g.in_plane_w + x]);
-      } else if (y % g.stride == 0 && x % g.stride == 0) {
-        v = to_float(in[plane * g.in_plane_h * g.in_plane_w + int64_t(y / g.stride) * g.in_plane_w + x / g.stride]);
-      }
-    }
-    buf0[e] = v;
-  }
+  stage_tile<4>(
+      g.np * TT,
+      [&](int e) {
+        const int p = e / TT, yy = (e % TT) / T, xx = e % T;
+        const int64_t plane = pg * g.np + p;
+        const int y = y0 + yy, x = x0 + xx;
+        float v = 0.f;
+        if (plane < g.planes && y < g.hin && x < g.win) {
+          if (g.stride == 1) {
+            v = to_float(in[plane * g.in_plane_h * g.in_plane_w + int64_t(y) * g.in_plane_w + x]);
+          } else if (y % g.stride == 0 && x % g.stride == 0) {
+            v = to_float(in[plane * g.in_plane_h * g.in_plane_w + int64_t(y / g.stride) * g.in_plane_w + x / g.stride]);
+          }
+        }
+        return v;
+      },
+      [&](int e, float v) { buf0[e] = v; });
   int side = T, oy = y0, ox = x0;
   for (int j = 0; j < g.levels; ++j) {
     __syncthreads();

@@ -1,0 +1,10 @@
+// FP32 im2win GEMM, A from GatherOnChipNchwUnpadded (NCHW, no padding), all tile shapes.
+#include "cuda/im2win/conv_fp32_launch.cuh"
+
+namespace winconv::im2win {
+
+cudaError_t launch_conv_fp32_onchip_nchw_unpadded(const ConvGemmParams& p, TileShape tile, cudaStream_t stream) {
+  return launch_conv_fp32<GatherOnChipNchwUnpadded, true>(p, tile, stream);
+}
+
+}  // namespace winconv::im2win
