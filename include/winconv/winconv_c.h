@@ -21,6 +21,11 @@ int winconv_wtconv_backward_workspace_size(int64_t batch, int64_t channels, int6
                                            int64_t kernel_size, int64_t levels, int64_t stride, int dtype,
                                            size_t* bytes);
 
+/* HBM bytes one forward / one backward moves (the I/O model of docs/wtconv.md). */
+int winconv_wtconv_io_bytes(int64_t batch, int64_t channels, int64_t height, int64_t width, int64_t kernel_size,
+                            int64_t levels, int64_t stride, int dtype, uint64_t* forward_bytes,
+                            uint64_t* backward_bytes);
+
 int winconv_wtconv_forward(int64_t batch, int64_t channels, int64_t height, int64_t width, int64_t kernel_size,
                            int64_t levels, int64_t stride, int dtype, const void* x, const float* base_weight,
                            const float* base_bias, const float* base_scale, const float* const* level_weights,

@@ -62,6 +62,10 @@ Status wtconv_validate(const WtconvProblem& problem);
 Status wtconv_forward_workspace_size(const WtconvProblem& problem, size_t* bytes);
 Status wtconv_backward_workspace_size(const WtconvProblem& problem, size_t* bytes);
 
+// HBM bytes the fused forward and backward move for this problem (the I/O model of
+// docs/wtconv.md), for reporting achieved bandwidth.
+Status wtconv_io_bytes(const WtconvProblem& problem, uint64_t* forward_bytes, uint64_t* backward_bytes);
+
 // y = WTConv2d(x). x, y: activations in problem.precision; workspace of at least
 // wtconv_forward_workspace_size bytes, 16-byte aligned (may be null when that size is 0).
 Status wtconv_forward(const WtconvProblem& problem, const void* x, const WtconvParams& params,

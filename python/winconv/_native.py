@@ -64,6 +64,9 @@ def _declare(lib):
     lib.winconv_wtconv_backward.argtypes = dims + [vp, vp, vp, vp, vp, pp, pp, vp, vp, vp, vp, pp, pp, vp,
                                                    ctypes.c_size_t, vp]
     lib.winconv_wtconv_backward.restype = ctypes.c_int
+    u64p = ctypes.POINTER(ctypes.c_uint64)
+    lib.winconv_wtconv_io_bytes.argtypes = dims + [u64p, u64p]
+    lib.winconv_wtconv_io_bytes.restype = ctypes.c_int
     lib.winconv_wtconv_last_error.argtypes = []
     lib.winconv_wtconv_last_error.restype = ctypes.c_char_p
 
@@ -161,6 +164,19 @@ def _workspace(fn, dims, device):
     nbytes = ctypes.c_size_t(0)
     _check_rc(fn(*dims, ctypes.byref(nbytes)), "workspace query")
     return torch.empty(max(1, nbytes.value), dtype=torch.uint8, device=device), nbytes.value
+
+
+def wtconv2d_io_bytes(batch: int, channels: int, height: int, width: int, kernel_size: int, levels: int,
+                      stride: int, dtype: torch.dtype):
+    """HBM bytes (forward, backward) the fused kernels move for this problem (docs/wtconv.md)."""
+    _require()
+    if dtype not in _DTYPE_CODE:
+        raise TypeError(f"dtype must be float32, float16 or bfloat16, got {dtype}")
+    fwd, bwd = ctypes.c_uint64(0), ctypes.c_uint64(0)
+    rc = _lib.winconv_wtconv_io_bytes(batch, channels, height, width, kernel_size, levels, stride,
+                                      _DTYPE_CODE[dtype], ctypes.byref(fwd), ctypes.byref(bwd))
+    _check_rc(rc, "wtconv2d_io_bytes")
+    return fwd.value, bwd.value
 
 
 def wtconv2d_forward(x, base_weight, base_bias, base_scale, level_weights, level_scales, stride: int):

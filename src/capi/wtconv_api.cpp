@@ -94,6 +94,16 @@ Status wtconv_forward_workspace_size(const WtconvProblem& problem, size_t* bytes
   return Status::Ok();
 }
 
+Status wtconv_io_bytes(const WtconvProblem& problem, uint64_t* forward_bytes, uint64_t* backward_bytes) {
+  if (forward_bytes == nullptr || backward_bytes == nullptr)
+    return Status(StatusCode::kNullPointer, "wtconv: forward_bytes and backward_bytes must not be null");
+  Status st = wtconv_validate(problem);
+  if (!st.ok()) return st;
+  wtconv_detail::plan_io_bytes(wtconv_detail::make_wtconv_plan(problem), precision_bytes(problem.precision),
+                               forward_bytes, backward_bytes);
+  return Status::Ok();
+}
+
 Status wtconv_backward_workspace_size(const WtconvProblem& problem, size_t* bytes) {
   if (bytes == nullptr) return Status(StatusCode::kNullPointer, "wtconv: bytes must not be null");
   Status st = wtconv_validate(problem);

@@ -51,6 +51,15 @@ int winconv_wtconv_backward_workspace_size(int64_t batch, int64_t channels, int6
   return report(st);
 }
 
+int winconv_wtconv_io_bytes(int64_t batch, int64_t channels, int64_t height, int64_t width, int64_t kernel_size,
+                            int64_t levels, int64_t stride, int dtype, uint64_t* forward_bytes,
+                            uint64_t* backward_bytes) {
+  winconv::WtconvProblem p;
+  winconv::Status st = make_problem(batch, channels, height, width, kernel_size, levels, stride, dtype, &p);
+  if (st.ok()) st = winconv::wtconv_io_bytes(p, forward_bytes, backward_bytes);
+  return report(st);
+}
+
 int winconv_wtconv_forward(int64_t batch, int64_t channels, int64_t height, int64_t width, int64_t kernel_size,
                            int64_t levels, int64_t stride, int dtype, const void* x, const float* base_weight,
                            const float* base_bias, const float* base_scale, const float* const* level_weights,

@@ -186,5 +186,32 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p) {
   return plan;
 }
 
+// HBM bytes one forward / one backward moves (docs/wtconv.md, "Bytes moved per step"): every
+// activation read or written once, the fp32 LL chains and residuals written and read once, the
+// gradient partials written and read once; halo re-reads (served mostly by L2) not counted.
+inline void plan_io_bytes(const WtconvPlan& plan, size_t e, uint64_t* forward, uint64_t* backward) {
+  const uint64_t planes = uint64_t(plan.B * plan.C);
+  auto n = [&](int l) { return planes * uint64_t(plan.hl[l]) * uint64_t(plan.wl[l]); };
+  const uint64_t N = n(0), No = planes * uint64_t(plan.Ho) * uint64_t(plan.Wo);
+  const int L = plan.L;
+  uint64_t chain = 0;
+  for (int l = 1; l < L; ++l) chain += n(l);
+  uint64_t fwd = N * e + No * e, bwd = (2 * N + No) * e;  // base kernels
+  if (L >= 2) {
+    fwd += N * e + 4 * chain + 4 * n(1);          // cascade of x; the base kernel reads R_1
+    bwd += (N + No) * e + 8 * chain + 4 * n(1);   // cascades of x and dy; dX_1
+  }
+  for (int l = 2; l <= L; ++l) {
+    fwd += 4 * (2 * n(l - 1) + (l < L ? n(l) : 0));
+    bwd += 4 * (3 * n(l - 1) + (l < L ? n(l) : 0));
+  }
+  const int kk = plan.k * plan.k;
+  uint64_t partials = uint64_t(plan.C) * plan.bwd_base.splits * (5 * kk + 1);
+  for (int l = 2; l <= L; ++l) partials += uint64_t(plan.C) * plan.bwd_level[l].splits * 4 * kk;
+  bwd += 2 * 4 * partials;
+  *forward = fwd;
+  *backward = bwd;
+}
+
 }  // namespace wtconv_detail
 }  // namespace winconv

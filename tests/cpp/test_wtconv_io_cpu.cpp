@@ -1,0 +1,41 @@
+// The WTConv I/O model that the benchmark divides by time to report achieved bandwidth.
+#include <gtest/gtest.h>
+
+#include "winconv/wtconv.h"
+
+namespace winconv {
+namespace {
+
+WtconvProblem problem(int64_t b, int64_t c, int64_t h, int64_t w, int64_t k, int64_t levels, Precision prec) {
+  WtconvProblem p;
+  p.batch = b; p.channels = c; p.height = h; p.width = w; p.kernel_size = k; p.levels = levels;
+  p.precision = prec;
+  return p;
+}
+
+TEST(WtconvIoBytes, OneLevelForwardReadsXAndWritesY) {
+  // L = 1 has no LL chain: the forward is one kernel reading x and writing y.
+  uint64_t fwd = 0, bwd = 0;
+  ASSERT_TRUE(wtconv_io_bytes(problem(2, 3, 10, 12, 5, 1, Precision::kFP16), &fwd, &bwd).ok());
+  EXPECT_EQ(fwd, 2u * (2 * 3 * 10 * 12) * 2);
+  EXPECT_GE(bwd, 3u * (2 * 3 * 10 * 12) * 2);  // x and dy read, dx written, plus partials
+}
+
+TEST(WtconvIoBytes, BigShapeMatchesTheDocumentedModel) {
+  // docs/wtconv.md: big_L2 fp32 moves 8.6 GB forward and 22.5 GB per training step.
+  uint64_t fwd = 0, bwd = 0;
+  ASSERT_TRUE(wtconv_io_bytes(problem(16, 128, 512, 512, 5, 2, Precision::kFP32), &fwd, &bwd).ok());
+  EXPECT_NEAR(double(fwd) / 1e9, 8.59, 0.01);
+  EXPECT_NEAR(double(fwd + bwd) / 1e9, 22.55, 0.01);
+}
+
+TEST(WtconvIoBytes, RejectsBadArguments) {
+  uint64_t fwd = 0, bwd = 0;
+  EXPECT_EQ(wtconv_io_bytes(problem(2, 3, 10, 12, 4, 1, Precision::kFP32), &fwd, &bwd).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(wtconv_io_bytes(problem(2, 3, 10, 12, 5, 1, Precision::kFP32), nullptr, &bwd).code(),
+            StatusCode::kNullPointer);
+}
+
+}  // namespace
+}  // namespace winconv
