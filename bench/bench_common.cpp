@@ -1,6 +1,7 @@
 #include "bench_common.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -254,7 +255,9 @@ bool write_results(const Options& opt, const std::string& device_line, const std
     // shown, but not counted in the geometric means over the benchmark's twelve layers.
     auto is_variant = [&](const std::string& layer) {
       return std::any_of(layer_order.begin(), layer_order.end(), [&](const std::string& o) {
-        return o != layer && layer.size() > o.size() && layer.compare(0, o.size(), o) == 0;
+        // conv10 is not a variant of conv1: the extension must not continue the number.
+        return o != layer && layer.size() > o.size() && layer.compare(0, o.size(), o) == 0 &&
+               !std::isdigit(static_cast<unsigned char>(layer[o.size()]));
       });
     };
     for (const auto& layer : layer_order) {
