@@ -90,7 +90,7 @@ Status conv2d_validate(const Conv2dConfig& config) {
 Status conv2d_check_index_ranges(const Conv2dConfig& config) {
   const Conv2dProblem& pb = config.problem;
   const int64_t p = pb.p(), q = pb.q();
-  const int64_t hp = pb.h + 2 * pb.pad_h, wp = pb.w + 2 * pb.pad_w;
+  const int64_t wp = pb.w + 2 * pb.pad_w;
   const int64_t kInt32Max = std::numeric_limits<int32_t>::max();
   // Kernels keep offsets inside one image (and the GEMM's M, N and K extents) in 32-bit
   // integers and step between images with 64-bit offsets, so only these must fit in int32.
@@ -125,7 +125,6 @@ Status conv2d_check_index_ranges(const Conv2dConfig& config) {
       return Status(StatusCode::kIndexOverflow, cat("the byte size of ", e.what, " overflows 64 bits"));
     }
   }
-  (void)hp;
   return Status::Ok();
 }
 
@@ -153,27 +152,5 @@ Status conv2d_select_algo(const Conv2dConfig& config, Conv2dAlgo* algo) {
   *algo = conv2d_resolve_algo(config);
   return Status::Ok();
 }
-
-const char* layout_name(Layout layout) { return layout == Layout::kNCHW ? "nchw" : "nhwc"; }
-
-const char* precision_name(Precision p) {
-  switch (p) {
-    case Precision::kFP32: return "fp32";
-    case Precision::kFP16: return "fp16";
-    case Precision::kBF16: return "bf16";
-  }
-  return "unknown";
-}
-
-const char* algo_name(Conv2dAlgo algo) {
-  switch (algo) {
-    case Conv2dAlgo::kAuto: return "auto";
-    case Conv2dAlgo::kMaterialized: return "materialized";
-    case Conv2dAlgo::kOnChip: return "onchip";
-  }
-  return "unknown";
-}
-
-size_t precision_bytes(Precision p) { return p == Precision::kFP32 ? 4 : 2; }
 
 }  // namespace winconv
