@@ -18,6 +18,7 @@ enum class StatusCode {
   kIndexOverflow,      // an element count does not fit the index type the kernels use
   kNoDevice,           // the operation needs a CUDA device and none is usable
   kCudaError,          // the CUDA runtime reported an error (message carries its text)
+  kOutOfMemory,        // host memory for a CPU-path buffer could not be allocated
 };
 
 const char* status_code_name(StatusCode code);

@@ -13,6 +13,7 @@ const char* status_code_name(StatusCode code) {
     case StatusCode::kIndexOverflow: return "IndexOverflow";
     case StatusCode::kNoDevice: return "NoDevice";
     case StatusCode::kCudaError: return "CudaError";
+    case StatusCode::kOutOfMemory: return "OutOfMemory";
   }
   return "Unknown";
 }

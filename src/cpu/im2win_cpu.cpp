@@ -3,6 +3,8 @@
 // per channel, S*R*C for NHWC) with a filter row, which the compiler vectorizes. Output channels
 // are blocked by kKBlock so each window run is loaded once per block of filters.
 #include <algorithm>
+#include <new>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -108,8 +110,14 @@ Status conv2d_forward_cpu(const Conv2dConfig& config, const float* x, const floa
   const Conv2dProblem& pb = config.problem;
   const int64_t P = pb.p(), Q = pb.q(), Wp = pb.w + 2 * pb.pad_w;
   const int64_t R = pb.r, S = pb.s, C = pb.c, K = pb.k;
-  std::vector<float> window(size_t(im2win_window_elements(pb)));
-  std::vector<float> wt(size_t(pb.w_elements()));
+  std::vector<float> window, wt;
+  try {
+    window.resize(size_t(im2win_window_elements(pb)));
+    wt.resize(size_t(pb.w_elements()));
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::kOutOfMemory, "cannot allocate " + std::to_string(4 * im2win_window_elements(pb)) +
+                                                " bytes of host memory for the window tensor");
+  }
   im2win_transform_cpu(config, x, window.data());
   im2win_filter_transpose_cpu(config, w, wt.data());
   const bool nchw = config.layout == Layout::kNCHW;
