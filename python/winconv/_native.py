@@ -7,6 +7,7 @@ torch.cuda.current_stream(), so the ops work under CUDA-graph capture and torch.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 from pathlib import Path
 
@@ -160,10 +161,28 @@ def _require():
         raise RuntimeError("winconv native library unavailable: " + _reason)
 
 
-def _workspace(fn, dims, device):
+@functools.lru_cache(maxsize=256)
+def _workspace_bytes(direction: str, dims) -> int:
+    # The size depends on the problem only; caching it saves a library call per step.
+    fn = _lib.winconv_wtconv_forward_workspace_size if direction == "forward" else \
+        _lib.winconv_wtconv_backward_workspace_size
     nbytes = ctypes.c_size_t(0)
     _check_rc(fn(*dims, ctypes.byref(nbytes)), "workspace query")
-    return torch.empty(max(1, nbytes.value), dtype=torch.uint8, device=device), nbytes.value
+    return nbytes.value
+
+
+def _workspace(direction, dims, device):
+    nbytes = _workspace_bytes(direction, dims)
+    return torch.empty(max(1, nbytes), dtype=torch.uint8, device=device), nbytes
+
+
+def _dims_of(x, base_weight, base_bias, base_scale, level_weights, level_scales, stride, checked):
+    """(B, C, H, W, k, L); `checked` means the caller has already validated every argument (the
+    eager autograd path does, with the same rules), so only the sizes are read."""
+    if not checked:
+        return _validate(x, base_weight, base_bias, base_scale, level_weights, level_scales, stride)
+    B, C, H, W = x.shape
+    return B, C, H, W, int(base_weight.shape[-1]), len(level_weights)
 
 
 def wtconv2d_io_bytes(batch: int, channels: int, height: int, width: int, kernel_size: int, levels: int,
@@ -179,12 +198,13 @@ def wtconv2d_io_bytes(batch: int, channels: int, height: int, width: int, kernel
     return fwd.value, bwd.value
 
 
-def wtconv2d_forward(x, base_weight, base_bias, base_scale, level_weights, level_scales, stride: int):
+def wtconv2d_forward(x, base_weight, base_bias, base_scale, level_weights, level_scales, stride: int,
+                     checked: bool = False):
     _require()
-    B, C, H, W, k, L = _validate(x, base_weight, base_bias, base_scale, level_weights, level_scales, stride)
+    B, C, H, W, k, L = _dims_of(x, base_weight, base_bias, base_scale, level_weights, level_scales, stride, checked)
     dims = (B, C, H, W, k, L, stride, _DTYPE_CODE[x.dtype])
     y = torch.empty((B, C, -(-H // stride), -(-W // stride)), dtype=x.dtype, device=x.device)
-    ws, nbytes = _workspace(_lib.winconv_wtconv_forward_workspace_size, dims, x.device)
+    ws, nbytes = _workspace("forward", dims, x.device)
     stream = torch.cuda.current_stream(x.device).cuda_stream
     rc = _lib.winconv_wtconv_forward(
         *dims, x.data_ptr(), base_weight.data_ptr(), base_bias.data_ptr() if base_bias is not None else None,
@@ -194,9 +214,10 @@ def wtconv2d_forward(x, base_weight, base_bias, base_scale, level_weights, level
     return y
 
 
-def wtconv2d_backward(grad_y, x, base_weight, base_bias, base_scale, level_weights, level_scales, stride: int):
+def wtconv2d_backward(grad_y, x, base_weight, base_bias, base_scale, level_weights, level_scales, stride: int,
+                      checked: bool = False):
     _require()
-    B, C, H, W, k, L = _validate(x, base_weight, base_bias, base_scale, level_weights, level_scales, stride)
+    B, C, H, W, k, L = _dims_of(x, base_weight, base_bias, base_scale, level_weights, level_scales, stride, checked)
     _check_act("grad_y", grad_y, (B, C, -(-H // stride), -(-W // stride)))
     if grad_y.dtype != x.dtype:
         raise TypeError(f"grad_y must have x's dtype {x.dtype}, got {grad_y.dtype}")
@@ -210,7 +231,7 @@ def wtconv2d_backward(grad_y, x, base_weight, base_bias, base_scale, level_weigh
     g_s0 = torch.empty_like(base_scale)
     g_wl = [torch.empty_like(w) for w in level_weights]
     g_sl = [torch.empty_like(s) for s in level_scales]
-    ws, nbytes = _workspace(_lib.winconv_wtconv_backward_workspace_size, dims, dev)
+    ws, nbytes = _workspace("backward", dims, dev)
     stream = torch.cuda.current_stream(dev).cuda_stream
     rc = _lib.winconv_wtconv_backward(
         *dims, grad_y.data_ptr(), x.data_ptr(), base_weight.data_ptr(),

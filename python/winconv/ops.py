@@ -205,7 +205,9 @@ class _NativeWtconv2d(torch.autograd.Function):
         level_weights, level_scales = list(level_params[:levels]), list(level_params[levels:])
         ctx.native, ctx.stride, ctx.has_bias, ctx.levels = native, stride, has_bias, levels
         ctx.save_for_backward(x, base_weight, base_bias, base_scale, *level_params)
-        return native.wtconv2d_forward(x, base_weight, base_bias, base_scale, level_weights, level_scales, stride)
+        # wtconv2d() validated every argument with check_parameters just before.
+        return native.wtconv2d_forward(x, base_weight, base_bias, base_scale, level_weights, level_scales, stride,
+                                       checked=True)
 
     @staticmethod
     def backward(ctx, grad_y):
@@ -213,7 +215,7 @@ class _NativeWtconv2d(torch.autograd.Function):
         levels = ctx.levels
         gx, gw0, gb0, gs0, gws, gss = ctx.native.wtconv2d_backward(
             grad_y.contiguous(), x, base_weight, base_bias, base_scale, list(level_params[:levels]),
-            list(level_params[levels:]), ctx.stride)
+            list(level_params[levels:]), ctx.stride, checked=True)
         return (None, None, None, None, gx, gw0, gb0 if ctx.has_bias else None, gs0, *gws, *gss)
 
 

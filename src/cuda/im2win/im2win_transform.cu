@@ -2,7 +2,7 @@
 // consecutive threads on consecutive elements); reads come from at most R input rows per block
 // and hit L1/L2. Index decomposition uses FastDivmod: with ~10 integer instructions per element
 // the transform stays bound by memory, not by the integer pipe.
-#include "cuda/im2win/fast_divmod.cuh"
+#include "cuda/common/fast_divmod.cuh"
 #include "cuda/im2win/im2win_transform.h"
 
 namespace winconv::im2win {

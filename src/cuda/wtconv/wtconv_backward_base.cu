@@ -4,6 +4,8 @@
 //   dx = s0 * (flipped W0) conv D + synthesis of (s_1 * (flipped W_1) conv G_1, + dX_1 at LL),
 // plus per-block partial sums of the correlations C0 = corr(x, D), sum(D) and C_1 = corr(Y_1, G_1)
 // (fixed order, no atomics). HBM: reads x, dy, dX_1; writes dx and C x splits x (5kk + 1) partials.
+#include <type_traits>
+
 #include "wtconv_kernels.cuh"
 
 namespace winconv {
@@ -39,7 +41,10 @@ __global__ void __launch_bounds__(kBlockThreads, 3) backward_base_kernel(BwdBase
     }
   }
   // Correlation jobs: [0, 4k) level 1 (subband, kernel row); [4k, 8k) base (row quarter, kernel row).
-  const int job = threadIdx.x % jobs, part = threadIdx.x / jobs;
+  // The first half of the block (whole warps) takes the level jobs, the second half the base jobs,
+  // so no warp diverges between the two loops; parts = (blockDim / 2) / 4k either way.
+  const int half = kBlockThreads / 2, local = threadIdx.x % half;
+  const int job = (int(threadIdx.x) >= half ? 4 * k : 0) + local % (4 * k), part = local / (4 * k);
   const bool corr_thread = part < parts;
   const bool base_job = job >= 4 * k;
   const int jb = base_job ? job - 4 * k : job;
@@ -55,88 +60,101 @@ __global__ void __launch_bounds__(kBlockThreads, 3) backward_base_kernel(BwdBase
     const ItemPos pos = decode_item(a.g, item);
     const int py0 = 2 * (pos.y0 - r), px0 = 2 * (pos.x0 - r);  // pixel origin of the tile region
     __syncthreads();
-    stage_tile<4>(
-        np * pplane,
-        [&](int e) {
-          const int p = e / pplane, rem = e - p * pplane, yy = rem / pw, xx = rem - yy * pw;
-          const int b = pos.b0 + p, y = py0 + yy, x = px0 + xx;
-          float2 v = make_float2(0.f, 0.f);  // (x, D)
-          if (b < a.B && y >= 0 && x >= 0 && y < a.H && x < a.W) {
-            const int64_t pl = int64_t(b) * a.C + c;
-            v.x = to_float(a.x[pl * a.H * a.W + int64_t(y) * a.W + x]);
-            if (s == 1) v.y = to_float(a.dy[pl * a.Ho * a.Wo + int64_t(y) * a.Wo + x]);
-            else if (y % s == 0 && x % s == 0)
-              v.y = to_float(a.dy[pl * a.Ho * a.Wo + int64_t(y / s) * a.Wo + x / s]);
-          }
-          return v;
-        },
-        [&](int e, float2 v) {
-          xs[e] = v.x;
-          ds[e] = v.y;
-        });
-    __syncthreads();
-    for (int e = threadIdx.x; e < np * plane; e += blockDim.x) {
-      const int p = e / plane, rem = e % plane, yy = rem / ew, xx = rem % ew;
-      const float* xp = xs + p * pplane + (2 * yy) * pw + 2 * xx;
-      const float* dp = ds + p * pplane + (2 * yy) * pw + 2 * xx;
-      float z[4], g[4];
-      haar4(xp[0], xp[1], xp[pw], xp[pw + 1], z);
-      haar4(dp[0], dp[1], dp[pw], dp[pw + 1], g);
+    if (a.vec4) {
+      // Quads of 4 columns, two rows each, of x and dy: the x and D tiles and Y_1, G_1 in one pass.
+      const int xa = px0 & ~3, off = px0 - xa;
+      struct Both { QuadRows x, d; };
+      stage_tile<1>(
+          np * eh * a.vrow.divisor,
+          [&](int e) {
+            const Pos3 q = split3(e, a.vplane, a.vrow);
+            const int b = pos.b0 + q.p;
+            const int64_t pl = (int64_t(b < a.B ? b : a.B - 1) * a.C + c) * a.H * a.W;
+            const int y = py0 + 2 * q.y, x = xa + 4 * q.x;
+            return Both{load_quad_rows(a.x + pl, a.H, a.W, y, x, b < a.B),
+                        load_quad_rows(a.dy + pl, a.H, a.W, y, x, b < a.B)};
+          },
+          [&](int e, const Both& v) {
+            const Pos3 q = split3(e, a.vplane, a.vrow);
+            const int col0 = 4 * q.x - off;
+            store_quad_rows(v.x, xs + q.p * pplane, pw, 2 * q.y, col0, pw, ys + q.p * 4 * plane, plane, ew);
+            store_quad_rows(v.d, ds + q.p * pplane, pw, 2 * q.y, col0, pw, gs + q.p * 4 * plane, plane, ew);
+          });
+    } else {
+      stage_tile<4>(
+          np * pplane,
+          [&](int e) {
+            const Pos3 q = split3(e, a.pplane, a.prow);
+            const int b = pos.b0 + q.p, y = py0 + q.y, x = px0 + q.x;
+            float2 v = make_float2(0.f, 0.f);  // (x, D)
+            if (b < a.B && y >= 0 && x >= 0 && y < a.H && x < a.W) {
+              const int64_t pl = int64_t(b) * a.C + c;
+              v.x = to_float(a.x[pl * a.H * a.W + int64_t(y) * a.W + x]);
+              if (s == 1) v.y = to_float(a.dy[pl * a.Ho * a.Wo + int64_t(y) * a.Wo + x]);
+              else if (y % s == 0 && x % s == 0)
+                v.y = to_float(a.dy[pl * a.Ho * a.Wo + int64_t(y / s) * a.Wo + x / s]);
+            }
+            return v;
+          },
+          [&](int e, float2 v) {
+            xs[e] = v.x;
+            ds[e] = v.y;
+          });
+      __syncthreads();
+      for (int e = threadIdx.x; e < np * plane; e += blockDim.x) {
+        const Pos3 q = split3(e, a.plane, a.row);
+        const int p = q.p, rem = q.y * ew + q.x, yy = q.y, xx = q.x;
+        const float* xp = xs + p * pplane + (2 * yy) * pw + 2 * xx;
+        const float* dp = ds + p * pplane + (2 * yy) * pw + 2 * xx;
+        float z[4], g[4];
+        haar4(xp[0], xp[1], xp[pw], xp[pw + 1], z);
+        haar4(dp[0], dp[1], dp[pw], dp[pw + 1], g);
 #pragma unroll
-      for (int t = 0; t < 4; ++t) {
-        ys[(p * 4 + t) * plane + rem] = z[t];
-        gs[(p * 4 + t) * plane + rem] = g[t];
+        for (int t = 0; t < 4; ++t) {
+          ys[(p * 4 + t) * plane + rem] = z[t];
+          gs[(p * 4 + t) * plane + rem] = g[t];
+        }
       }
     }
     __syncthreads();
     if constexpr (K > 0) {
       // Level-1 subband convs, register-blocked (one column strip of one subband per job), + dX_1.
-      const int strips = (th + kStripRows - 1) / kStripRows;
-      for (int e = threadIdx.x; e < np * 4 * strips * tw; e += blockDim.x) {
-        const StripJob j = strip_job(e, tw, strips);  // slot = p * 4 + subband
-        const int p = j.slot >> 2, t = j.slot & 3;
-        const int b = pos.b0 + p, qx = pos.x0 + j.col;
-        // dX_1 at LL, loaded before the conv so its latency hides behind the arithmetic.
-        bool has_res[kStripRows];
-        float res[kStripRows];
-#pragma unroll
-        for (int o = 0; o < kStripRows; ++o) {
-          const int ty = j.row0 + o, qy = pos.y0 + ty;
-          has_res[o] = t == 0 && a.dxin && ty < th && b < a.B && qy < a.h1 && qx < a.w1g;
-          res[o] = has_res[o] ? a.dxin[(int64_t(b) * a.C + c) * a.h1 * a.w1g + int64_t(qy) * a.w1g + qx] : 0.f;
-        }
-        float acc[kStripRows];
-        conv_column_strip<K, kStripRows>(w1f + t * kk, gs + j.slot * plane + j.row0 * ew + j.col, ew,
-                                         eh - j.row0, acc);
-#pragma unroll
-        for (int o = 0; o < kStripRows; ++o) {
-          const int ty = j.row0 + o;
-          if (ty >= th) break;
-          if (has_res[o]) acc[o] += res[o];
-          dz[(j.slot * th + ty) * tw + j.col] = acc[o];
-        }
-      }
+      const int jobs = np * 4 * int(a.qstrips.divisor) * tw;
+      const float* res0 = a.dxin ? a.dxin + (int64_t(pos.b0) * a.C + c) * a.h1 * a.w1g : nullptr;
+      const int64_t res_pstride = int64_t(a.C) * a.h1 * a.w1g;
+      if (strip_rows(K, th) == 8)
+        subband_conv_phase<K, 8>(jobs, a.qcols, a.qstrips, th, tw, w1f, gs, plane, ew, eh, dz, res0, res_pstride,
+                                 a.B - pos.b0, pos.y0, pos.x0, a.h1, a.w1g);
+      else
+        subband_conv_phase<K, 4>(jobs, a.qcols, a.qstrips, th, tw, w1f, gs, plane, ew, eh, dz, res0, res_pstride,
+                                 a.B - pos.b0, pos.y0, pos.x0, a.h1, a.w1g);
       __syncthreads();
       // dx: base conv of D, register-blocked over pixel column strips, + synthesis of dz.
-      const int pth = 2 * th, ptw = 2 * tw, pstrips = (pth + kStripRows - 1) / kStripRows;
-      for (int e = threadIdx.x; e < np * pstrips * ptw; e += blockDim.x) {
-        const StripJob j = strip_job(e, ptw, pstrips);  // slot = p
-        const int p = j.slot, b = pos.b0 + p, x = 2 * pos.x0 + j.col, y0 = 2 * pos.y0 + j.row0;
-        if (b >= a.B || x >= a.W || y0 >= a.H) continue;
-        float acc[kStripRows];
-        conv_column_strip<K, kStripRows>(w0f, ds + p * pplane + (j.row0 + r) * pw + (j.col + r), pw,
-                                         ph - (j.row0 + r), acc);
-        const int64_t pl = int64_t(b) * a.C + c;
-        const int tx = j.col >> 1;
+      const int pth = 2 * th, ptw = 2 * tw;
+      auto dx_conv = [&](auto rows_tag) {
+        constexpr int R = decltype(rows_tag)::value;
+        const int jobs = np * int(a.pstrips.divisor) * ptw;
+        for (int e = threadIdx.x; e < jobs; e += blockDim.x) {
+          const StripJob j = strip_job(e, a.pcols, a.pstrips, R);  // slot = p
+          const int p = j.slot, b = pos.b0 + p, x = 2 * pos.x0 + j.col, y0 = 2 * pos.y0 + j.row0;
+          if (b >= a.B || x >= a.W || y0 >= a.H) continue;
+          float acc[R];
+          conv_column_strip<K, R>(w0f, ds + p * pplane + (j.row0 + r) * pw + (j.col + r), pw, ph - (j.row0 + r), acc);
+          T* dxp = a.dx + (int64_t(b) * a.C + c) * a.H * a.W + x;
+          const int tx = j.col >> 1;
 #pragma unroll
-        for (int o = 0; o < kStripRows; ++o) {
-          const int yy = j.row0 + o, y = y0 + o;
-          if (yy >= pth || y >= a.H) break;
-          const float* dp = dz + (p * 4 * th + (yy >> 1)) * tw + tx;
-          const float d[4] = {dp[0], dp[th * tw], dp[2 * th * tw], dp[3 * th * tw]};
-          a.dx[pl * a.H * a.W + int64_t(y) * a.W + x] = from_float<T>(acc[o] + 0.5f * synth_child(d, yy & 1, j.col & 1));
+          for (int o = 0; o < R; ++o) {
+            const int yy = j.row0 + o, y = y0 + o;
+            if (yy >= pth || y >= a.H) break;
+            const float* dp = dz + (p * 4 * th + (yy >> 1)) * tw + tx;
+            const float d[4] = {dp[0], dp[th * tw], dp[2 * th * tw], dp[3 * th * tw]};
+            dxp[int64_t(y) * a.W] = from_float<T>(acc[o] + 0.5f * synth_child(d, yy & 1, j.col & 1));
+          }
         }
-      }
+      };
+      // 4-row strips: with 8 rows the kernel spills at the 3-blocks-per-SM register bound (the
+      // correlation's double totals stay live), and 2 blocks per SM measured 6% slower.
+      dx_conv(std::integral_constant<int, kStripRows>{});
     } else {
       // dx: one level-1 coefficient, i.e. a 2x2 pixel block, per thread.
       for (int e = threadIdx.x; e < np * th * tw; e += blockDim.x) {
@@ -178,9 +196,7 @@ __global__ void __launch_bounds__(kBlockThreads, 3) backward_base_kernel(BwdBase
         for (int row = sb + 4 * part; row < np * 2 * th; row += 4 * parts) {
           const int p = row / (2 * th), py = row % (2 * th);
           const float* drow = ds + p * pplane + (py + 2 * r) * pw + 2 * r;
-          corr_row<K>(acc, xs + p * pplane + (py + r + ci) * pw + r, drow, 2 * tw, k);
-          if (ci == 0)
-            for (int x = 0; x < 2 * tw; ++x) dsum += drow[x];
+          corr_row<K, true>(acc, xs + p * pplane + (py + r + ci) * pw + r, drow, 2 * tw, k, &dsum);
         }
       }
 #pragma unroll
@@ -216,7 +232,25 @@ __global__ void __launch_bounds__(kBlockThreads, 3) backward_base_kernel(BwdBase
 }
 
 template <typename T>
-cudaError_t launch_backward_base(const BwdBaseArgs<T>& a, size_t smem, cudaStream_t stream) {
+cudaError_t launch_backward_base(const BwdBaseArgs<T>& args, size_t smem, cudaStream_t stream) {
+  BwdBaseArgs<T> a = args;
+  {
+    const int r = a.k / 2, th = a.g.th, tw = a.g.tw, eh = th + 2 * r, ew = tw + 2 * r;
+    a.pplane = FastDivmod(uint32_t(4 * eh * ew));
+    a.prow = FastDivmod(uint32_t(2 * ew));
+    a.plane = FastDivmod(uint32_t(eh * ew));
+    a.row = FastDivmod(uint32_t(ew));
+    a.qcols = FastDivmod(uint32_t(tw));
+    const int qr = strip_rows(a.k, th), pr = kStripRows;
+    a.qstrips = FastDivmod(uint32_t((th + qr - 1) / qr));
+    a.pcols = FastDivmod(uint32_t(2 * tw));
+    a.pstrips = FastDivmod(uint32_t((2 * th + pr - 1) / pr));
+    const int nq = (2 * ew + 2 + 3) / 4;  // quads per pixel-tile row, whatever px0 % 4
+    a.vplane = FastDivmod(uint32_t(eh * nq));
+    a.vrow = FastDivmod(uint32_t(nq));
+    a.vec4 = a.stride == 1 && a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.x) % (4 * sizeof(T)) == 0 &&
+             reinterpret_cast<uintptr_t>(a.dy) % (4 * sizeof(T)) == 0;
+  }
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
   auto go = [&](auto kernel) {
     if (smem > 48 * 1024) {

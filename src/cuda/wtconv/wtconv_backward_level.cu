@@ -43,8 +43,8 @@ __global__ void __launch_bounds__(kBlockThreads) backward_level_kernel(BwdLevelA
     // the staging and the convs instead of stalling the synthesis.
     float res_first = 0.f;
     if (a.dxin && threadIdx.x < np * th * tw) {
-      const int e = threadIdx.x, p = e / (th * tw), ty = (e / tw) % th, tx = e % tw;
-      const int b = pos.b0 + p, qy = pos.y0 + ty, qx = pos.x0 + tx;
+      const Pos3 q = split3(threadIdx.x, a.cell, a.col);
+      const int b = pos.b0 + q.p, qy = pos.y0 + q.y, qx = pos.x0 + q.x;
       if (b < a.B && qy < a.hq && qx < a.wq)
         res_first = a.dxin[(int64_t(b) * a.C + c) * a.hq * a.wq + int64_t(qy) * a.wq + qx];
     }
@@ -53,9 +53,9 @@ __global__ void __launch_bounds__(kBlockThreads) backward_level_kernel(BwdLevelA
     stage_tile<2>(
         np * plane,
         [&](int e) {
-          const int p = e / plane, rem = e - p * plane, ry = rem / ew;
-          const int qy = pos.y0 - r + ry, qx = pos.x0 - r + (rem - ry * ew);
-          const int b = pos.b0 + p;
+          const Pos3 q = split3(e, a.plane, a.row);
+          const int qy = pos.y0 - r + q.y, qx = pos.x0 - r + q.x;
+          const int b = pos.b0 + q.p;
           Blocks v;
           v.x = make_float4(0.f, 0.f, 0.f, 0.f);
           v.g = v.x;
@@ -73,7 +73,8 @@ __global__ void __launch_bounds__(kBlockThreads) backward_level_kernel(BwdLevelA
           return v;
         },
         [&](int e, const Blocks& v) {
-          const int p = e / plane, rem = e - p * plane;
+          uint32_t p, rem;
+          a.plane.divmod(uint32_t(e), p, rem);
           float z[4], g[4];
           haar4(v.x.x, v.x.y, v.x.z, v.x.w, z);
           haar4(v.g.x, v.g.y, v.g.z, v.g.w, g);
@@ -88,7 +89,7 @@ __global__ void __launch_bounds__(kBlockThreads) backward_level_kernel(BwdLevelA
       // Register-blocked subband convs into dz (one column strip of one subband per job).
       const int strips = (th + kStripRows - 1) / kStripRows;
       for (int e = threadIdx.x; e < np * 4 * strips * tw; e += blockDim.x) {
-        const StripJob j = strip_job(e, tw, strips);  // slot = p * 4 + subband
+        const StripJob j = strip_job(e, a.col, a.strips, kStripRows);  // slot = p * 4 + subband
         float acc[kStripRows];
         conv_column_strip<K, kStripRows>(wf + (j.slot & 3) * kk, gs + j.slot * plane + j.row0 * ew + j.col, ew,
                                          eh - j.row0, acc);
@@ -100,7 +101,8 @@ __global__ void __launch_bounds__(kBlockThreads) backward_level_kernel(BwdLevelA
     }
     // dX_{l-1}: one coefficient (four children) per thread.
     for (int e = threadIdx.x; e < np * th * tw; e += blockDim.x) {
-      const int p = e / (th * tw), ty = (e / tw) % th, tx = e % tw;
+      const Pos3 q = split3(e, a.cell, a.col);
+      const int p = q.p, ty = q.y, tx = q.x;
       const int b = pos.b0 + p, qy = pos.y0 + ty, qx = pos.x0 + tx;
       if (b >= a.B || qy >= a.hq || qx >= a.wq) continue;
       float d[4];
@@ -157,7 +159,9 @@ __global__ void __launch_bounds__(kBlockThreads) backward_level_kernel(BwdLevelA
   }
 }
 
-cudaError_t launch_backward_level(const BwdLevelArgs& a, size_t smem, cudaStream_t stream) {
+cudaError_t launch_backward_level(const BwdLevelArgs& args, size_t smem, cudaStream_t stream) {
+  BwdLevelArgs a = args;
+  set_level_divisors(a.g, a.k, &a.plane, &a.row, &a.cell, &a.col, &a.strips);
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
   auto go = [&](auto kernel) {
     if (smem > 48 * 1024) {

@@ -6,6 +6,8 @@
 #include <cuda_fp16.h>
 #include <cstdint>
 
+#include "cuda/common/fast_divmod.cuh"
+
 namespace winconv {
 namespace wtconv_detail {
 
@@ -59,16 +61,33 @@ __device__ __forceinline__ float conv_window(const float* w, const float* src, i
 // that gives a weight gradient. The k accumulators stay in registers (KMAX-sized, guarded). For a
 // compile-time K the k inputs y[x..x+K-1] slide through registers, so each position costs two
 // shared loads (y[x+K-1], g[x]) instead of K + 1; the summation order is unchanged.
-template <int K>
-__device__ __forceinline__ void corr_row(float* acc, const float* y, const float* g, int n, int k) {
+// The window is a ring indexed modulo K inside a fully unrolled chunk of K positions, so it is
+// register renaming rather than K - 1 moves per position; the last n % K positions shift it.
+// kSum also adds g[0..n) into *gsum in order (the bias gradient rides on the same loads).
+template <int K, bool kSum = false>
+__device__ __forceinline__ void corr_row(float* acc, const float* y, const float* g, int n, int k,
+                                         float* gsum = nullptr) {
   if constexpr (K > 0) {
     if (n <= 0) return;
     float win[K];
 #pragma unroll
     for (int j = 0; j < K - 1; ++j) win[j] = y[j];
-    for (int x = 0; x < n; ++x) {
+    int x = 0;
+    // Invariant at the top of a chunk: win[m] = y[x + m] for m < K - 1.
+    for (; x + K <= n; x += K) {
+#pragma unroll
+      for (int u = 0; u < K; ++u) {
+        win[(u + K - 1) % K] = y[x + u + K - 1];
+        const float gv = g[x + u];
+        if constexpr (kSum) *gsum += gv;
+#pragma unroll
+        for (int j = 0; j < K; ++j) acc[j] = fmaf(win[(u + j) % K], gv, acc[j]);
+      }
+    }
+    for (; x < n; ++x) {
       win[K - 1] = y[x + K - 1];
       const float gv = g[x];
+      if constexpr (kSum) *gsum += gv;
 #pragma unroll
       for (int j = 0; j < K; ++j) acc[j] = fmaf(win[j], gv, acc[j]);
 #pragma unroll
@@ -77,6 +96,7 @@ __device__ __forceinline__ void corr_row(float* acc, const float* y, const float
   } else {
     for (int x = 0; x < n; ++x) {
       const float gv = g[x];
+      if constexpr (kSum) *gsum += gv;
 #pragma unroll
       for (int j = 0; j < 15; ++j)
         if (j < k) acc[j] = fmaf(y[x + j], gv, acc[j]);
@@ -86,6 +106,11 @@ __device__ __forceinline__ void corr_row(float* acc, const float* y, const float
 
 // Rows of outputs a thread computes in one column strip of the register-blocked convolution.
 constexpr int kStripRows = 4;
+
+// Strip rows of the base kernels' convolutions: 8 rows halve the weight and input-row loads per
+// output when the tile is tall enough; k = 7 (and the runtime-k path) stays at 4, where 49
+// weights and 8 accumulators would spill at the register bound. Host and device use the rule.
+__host__ __device__ constexpr int strip_rows(int k, int rows) { return (k == 3 || k == 5) && rows >= 16 ? 8 : 4; }
 
 // Register-blocked k x k convolution (correlation form, like conv_window) of R vertically adjacent
 // outputs: acc[o] = sum_{i,j} w[i*K+j] * src[(o+i)*pitch + j]. The K*K weights sit in registers and
@@ -120,17 +145,33 @@ __device__ __forceinline__ void conv_column_strip(const float* w, const float* s
 }
 
 // Decomposition of a strip job index: column fastest (conflict-free loads), then strip, then
-// subband/plane slot.
+// subband/plane slot. The divisors are precomputed (FastDivmod): a hardware-less integer divide
+// costs ~20 instructions, and these kernels are issue-bound.
 struct StripJob {
   int col, row0, slot;
 };
-__device__ __forceinline__ StripJob strip_job(int e, int cols, int strips) {
+__device__ __forceinline__ StripJob strip_job(int e, const FastDivmod& cols, const FastDivmod& strips,
+                                              int rows_per_strip) {
   StripJob j;
-  j.col = e % cols;
-  const int q = e / cols;
-  j.row0 = (q % strips) * kStripRows;
-  j.slot = q / strips;
+  uint32_t q, col, slot, strip;
+  cols.divmod(uint32_t(e), q, col);
+  strips.divmod(q, slot, strip);
+  j.col = int(col);
+  j.row0 = int(strip) * rows_per_strip;
+  j.slot = int(slot);
   return j;
+}
+
+// (plane, row, column) of element e of np planes of rows x cols, with divisors plane = rows*cols
+// and row = cols.
+struct Pos3 {
+  int p, y, x;
+};
+__device__ __forceinline__ Pos3 split3(int e, const FastDivmod& plane, const FastDivmod& row) {
+  uint32_t p, rem, y, x;
+  plane.divmod(uint32_t(e), p, rem);
+  row.divmod(rem, y, x);
+  return Pos3{int(p), int(y), int(x)};
 }
 
 // Fills n tile elements: store(e, load(e)) for e = threadIdx.x, threadIdx.x + blockDim.x, ...
@@ -155,10 +196,68 @@ __device__ __forceinline__ void stage_tile(int n, Load load, Store store) {
   }
 }
 
+// Four consecutive activations as floats, one 16-byte (fp32) or 8-byte (fp16/bf16) load.
+__device__ __forceinline__ float4 load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+template <typename H>
+__device__ __forceinline__ float4 load4(const H* p) {
+  const uint2 raw = *reinterpret_cast<const uint2*>(p);
+  H h[4];
+  memcpy(h, &raw, sizeof raw);
+  return make_float4(to_float(h[0]), to_float(h[1]), to_float(h[2]), to_float(h[3]));
+}
+
+// Vectorised staging with the Haar analysis on the fly: a 2-row x 4-column block of an activation
+// plane (two aligned 4-element loads) is two 2x2 Haar blocks. Used when W % 4 == 0 and the base
+// pointer is 4-element aligned, so a quad at a multiple of 4 is wholly inside or outside a row.
+struct QuadRows {
+  float4 r0, r1;
+};
+template <typename T>
+__device__ __forceinline__ QuadRows load_quad_rows(const T* plane, int H, int W, int y, int x, bool in_plane) {
+  QuadRows v;
+  v.r0 = make_float4(0.f, 0.f, 0.f, 0.f);
+  v.r1 = v.r0;
+  if (in_plane && x >= 0 && x < W) {
+    const T* src = plane + int64_t(y) * W + x;
+    if (y >= 0 && y < H) v.r0 = load4(src);
+    if (y + 1 >= 0 && y + 1 < H) v.r1 = load4(src + W);
+  }
+  return v;
+}
+// Stores the block at tile columns col0..col0+3 (col0 even; columns outside [0, ncols) dropped) of
+// tile rows row, row + 1 (pitch `pitch`), and its two Haar blocks at subband row row / 2,
+// columns col0 / 2 + {0, 1}, into the four subband planes of `sub` (plane stride `sub_plane`,
+// pitch `sub_pitch` = ncols / 2).
+__device__ __forceinline__ void store_quad_rows(const QuadRows& v, float* tile, int pitch, int row, int col0,
+                                                int ncols, float* sub, int sub_plane, int sub_pitch) {
+  const float a[4] = {v.r0.x, v.r0.y, v.r0.z, v.r0.w}, b[4] = {v.r1.x, v.r1.y, v.r1.z, v.r1.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int col = col0 + i;
+    if (col >= 0 && col < ncols) {
+      tile[row * pitch + col] = a[i];
+      tile[(row + 1) * pitch + col] = b[i];
+    }
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int col = col0 + 2 * h;
+    if (col >= 0 && col < ncols) {
+      float z[4];
+      haar4(a[2 * h], a[2 * h + 1], b[2 * h], b[2 * h + 1], z);
+      float* dst = sub + (row >> 1) * sub_pitch + (col >> 1);
+#pragma unroll
+      for (int t = 0; t < 4; ++t) dst[t * sub_plane] = z[t];
+    }
+  }
+}
+
 struct TileGeom {
   int th, tw, np, tiles_y, tiles_x;
   int64_t items;
   int splits;
+  bool items32;                       // items < 2^32: the item decode runs in 32 bits
+  FastDivmod per_group, tiles_x_div;  // tiles_y * tiles_x, tiles_x
 };
 
 struct ItemPos {
@@ -166,14 +265,64 @@ struct ItemPos {
 };
 
 __device__ __forceinline__ ItemPos decode_item(const TileGeom& g, int64_t item) {
-  const int64_t per_group = int64_t(g.tiles_y) * g.tiles_x;
-  const int bg = int(item / per_group);
-  const int rem = int(item % per_group);
+  int bg, ty, tx;
+  if (g.items32) {
+    uint32_t q, rem, y, x;
+    g.per_group.divmod(uint32_t(item), q, rem);
+    g.tiles_x_div.divmod(rem, y, x);
+    bg = int(q); ty = int(y); tx = int(x);
+  } else {
+    const int64_t per_group = int64_t(g.tiles_y) * g.tiles_x;
+    bg = int(item / per_group);
+    const int rem = int(item % per_group);
+    ty = rem / g.tiles_x;
+    tx = rem % g.tiles_x;
+  }
   ItemPos p;
   p.b0 = bg * g.np;
-  p.y0 = (rem / g.tiles_x) * g.th;
-  p.x0 = (rem % g.tiles_x) * g.tw;
+  p.y0 = ty * g.th;
+  p.x0 = tx * g.tw;
   return p;
+}
+
+// The level-1 subband convolutions of one item in the base kernels (forward: Z_1 from Y_1 plus
+// R_1; backward: dY_1 from G_1 plus dX_1). Job e = (column, strip of R rows, slot = p * 4 +
+// subband): dst[slot][row][col] = conv of src's subband plane with w[subband] (+ the residual at
+// LL). The residual grid (h1 x w1, plane p at res0 + p * res_pstride, origin (oy, ox)) is read
+// before the convolution so its latency hides behind the arithmetic; a warp's jobs share one
+// subband whenever cols * strips >= 32, so the LL-only branch does not diverge.
+template <int K, int R>
+__device__ __forceinline__ void subband_conv_phase(int jobs, const FastDivmod& cols, const FastDivmod& strips,
+                                                   int out_rows, int out_cols, const float* w, const float* src,
+                                                   int src_plane, int src_pitch, int src_rows, float* dst,
+                                                   const float* res0, int64_t res_pstride, int nb, int oy, int ox,
+                                                   int h1, int w1) {
+  for (int e = threadIdx.x; e < jobs; e += blockDim.x) {
+    const StripJob j = strip_job(e, cols, strips, R);
+    const int p = j.slot >> 2, t = j.slot & 3, qx = ox + j.col;
+    const bool with_res = t == 0 && res0 != nullptr;
+    float res[R];
+#pragma unroll
+    for (int o = 0; o < R; ++o) res[o] = 0.f;
+    if (with_res && p < nb && qx < w1) {
+      const float* rp = res0 + p * res_pstride + qx;
+#pragma unroll
+      for (int o = 0; o < R; ++o) {
+        const int qy = oy + j.row0 + o;
+        if (j.row0 + o < out_rows && qy < h1) res[o] = rp[int64_t(qy) * w1];
+      }
+    }
+    float acc[R];
+    conv_column_strip<K, R>(w + t * K * K, src + j.slot * src_plane + j.row0 * src_pitch + j.col, src_pitch,
+                            src_rows - j.row0, acc);
+#pragma unroll
+    for (int o = 0; o < R; ++o) {
+      const int iy = j.row0 + o;
+      if (iy >= out_rows) break;
+      if (with_res) acc[o] += res[o];
+      dst[(j.slot * out_rows + iy) * out_cols + j.col] = acc[o];
+    }
+  }
 }
 
 }  // namespace wtconv_detail

@@ -3,6 +3,8 @@
 // 0.5 * s_1 * W_1, adds R_1 (levels >= 2, already synthesised on the level-1 grid), adds the
 // base conv s0 * (W0 conv x + b) and writes y at the strided output positions only.
 // HBM: reads x (+ halo) and R_1, writes y.
+#include <type_traits>
+
 #include "wtconv_kernels.cuh"
 
 namespace winconv {
@@ -14,7 +16,7 @@ __global__ void __launch_bounds__(kBlockThreads, K == 7 ? 2 : 3) forward_base_ke
   const int k = K ? K : a.k, r = k / 2, kk = k * k, s = a.stride;
   const int c = blockIdx.x / a.g.splits, split = blockIdx.x % a.g.splits;
   const int th = a.g.th, tw = a.g.tw, np = a.g.np;
-  const int qih = (s * (th - 1)) / 2 + 2, qiw = (s * (tw - 1)) / 2 + 2;
+  const int qih = fwd_base_coef_extent(s, th), qiw = fwd_base_coef_extent(s, tw);
   const int qh = qih + 2 * r, qw = qiw + 2 * r;
   const int xh = 2 * qh, xw = 2 * qw;
   float* w0s = smem;                    // kk: s0 * W0
@@ -40,55 +42,57 @@ __global__ void __launch_bounds__(kBlockThreads, K == 7 ? 2 : 3) forward_base_ke
     const int qay = (s * pos.y0) >> 1, qax = (s * pos.x0) >> 1;  // first interior coefficient
     const int x0y = 2 * (qay - r), x0x = 2 * (qax - r);           // x origin of the tile
     __syncthreads();
-    stage_tile<8>(
-        np * xh * xw,
-        [&](int e) {
-          const int p = e / (xh * xw), rem = e - p * (xh * xw), yy = rem / xw, xx = rem - yy * xw;
-          const int b = pos.b0 + p, y = x0y + yy, x = x0x + xx;
-          float v = 0.f;
-          if (b < a.B && y >= 0 && x >= 0 && y < a.H && x < a.W)
-            v = to_float(a.x[(int64_t(b) * a.C + c) * a.H * a.W + int64_t(y) * a.W + x]);
-          return v;
-        },
-        [&](int e, float v) { xs[e] = v; });
-    __syncthreads();
-    for (int e = threadIdx.x; e < np * qh * qw; e += blockDim.x) {
-      const int p = e / (qh * qw), rem = e % (qh * qw), yy = rem / qw, xx = rem % qw;
-      const float* src = xs + p * xh * xw + (2 * yy) * xw + 2 * xx;
-      float z[4];
-      haar4(src[0], src[1], src[xw], src[xw + 1], z);
-      float* dst = ys + p * 4 * qh * qw + rem;
+    if (a.vec4) {
+      // Quads of 4 columns at multiples of 4 (xa), two rows each: the x tile and Y_1 in one pass.
+      const int xa = x0x & ~3, off = x0x - xa;
+      stage_tile<1>(
+          np * qh * a.vrow.divisor,
+          [&](int e) {
+            const Pos3 q = split3(e, a.vplane, a.vrow);
+            const int b = pos.b0 + q.p;
+            const int64_t pl = int64_t(b < a.B ? b : a.B - 1) * a.C + c;
+            return load_quad_rows(a.x + pl * a.H * a.W, a.H, a.W, x0y + 2 * q.y, xa + 4 * q.x, b < a.B);
+          },
+          [&](int e, const QuadRows& v) {
+            const Pos3 q = split3(e, a.vplane, a.vrow);
+            store_quad_rows(v, xs + q.p * xh * xw, xw, 2 * q.y, 4 * q.x - off, xw, ys + q.p * 4 * qh * qw, qh * qw, qw);
+          });
+    } else {
+      stage_tile<8>(
+          np * xh * xw,
+          [&](int e) {
+            const Pos3 q = split3(e, a.xplane, a.xrow);
+            const int b = pos.b0 + q.p, y = x0y + q.y, x = x0x + q.x;
+            float v = 0.f;
+            if (b < a.B && y >= 0 && x >= 0 && y < a.H && x < a.W)
+              v = to_float(a.x[(int64_t(b) * a.C + c) * a.H * a.W + int64_t(y) * a.W + x]);
+            return v;
+          },
+          [&](int e, float v) { xs[e] = v; });
+      __syncthreads();
+      for (int e = threadIdx.x; e < np * qh * qw; e += blockDim.x) {
+        const Pos3 q = split3(e, a.qplane, a.qrow);
+        const int p = q.p, rem = q.y * qw + q.x;
+        const float* src = xs + p * xh * xw + (2 * q.y) * xw + 2 * q.x;
+        float z[4];
+        haar4(src[0], src[1], src[xw], src[xw + 1], z);
+        float* dst = ys + p * 4 * qh * qw + rem;
 #pragma unroll
-      for (int t = 0; t < 4; ++t) dst[t * qh * qw] = z[t];
+        for (int t = 0; t < 4; ++t) dst[t * qh * qw] = z[t];
+      }
     }
     __syncthreads();
     if constexpr (K > 0) {
-      // Level-1 subband convs, register-blocked: one column strip of one subband per job.
-      const int strips = (qih + kStripRows - 1) / kStripRows;
-      for (int e = threadIdx.x; e < np * 4 * strips * qiw; e += blockDim.x) {
-        const StripJob j = strip_job(e, qiw, strips);  // slot = p * 4 + subband
-        const int p = j.slot >> 2, t = j.slot & 3;
-        const int b = pos.b0 + p, qx = qax + j.col;
-        // R_1 at LL, loaded before the conv so its latency hides behind the arithmetic.
-        bool has_res[kStripRows];
-        float res[kStripRows];
-#pragma unroll
-        for (int o = 0; o < kStripRows; ++o) {
-          const int iy = j.row0 + o, qy = qay + iy;
-          has_res[o] = t == 0 && a.rin && iy < qih && b < a.B && qy < a.h1 && qx < a.w1g;
-          res[o] = has_res[o] ? a.rin[(int64_t(b) * a.C + c) * a.h1 * a.w1g + int64_t(qy) * a.w1g + qx] : 0.f;
-        }
-        float acc[kStripRows];
-        conv_column_strip<K, kStripRows>(w1s + t * kk, ys + j.slot * qh * qw + j.row0 * qw + j.col, qw,
-                                         qh - j.row0, acc);
-#pragma unroll
-        for (int o = 0; o < kStripRows; ++o) {
-          const int iy = j.row0 + o;
-          if (iy >= qih) break;
-          if (has_res[o]) acc[o] += res[o];
-          zs[j.slot * qih * qiw + iy * qiw + j.col] = acc[o];
-        }
-      }
+      // Level-1 subband convs, register-blocked (one column strip of one subband per job), + R_1.
+      const int jobs = np * 4 * int(a.qstrips.divisor) * qiw;
+      const float* res0 = a.rin ? a.rin + (int64_t(pos.b0) * a.C + c) * a.h1 * a.w1g : nullptr;
+      const int64_t res_pstride = int64_t(a.C) * a.h1 * a.w1g;
+      if (strip_rows(K, qih) == 8)
+        subband_conv_phase<K, 8>(jobs, a.qcols, a.qstrips, qih, qiw, w1s, ys, qh * qw, qw, qh, zs, res0,
+                                 res_pstride, a.B - pos.b0, qay, qax, a.h1, a.w1g);
+      else
+        subband_conv_phase<K, 4>(jobs, a.qcols, a.qstrips, qih, qiw, w1s, ys, qh * qw, qw, qh, zs, res0,
+                                 res_pstride, a.B - pos.b0, qay, qax, a.h1, a.w1g);
     } else {
       for (int e = threadIdx.x; e < np * qih * qiw; e += blockDim.x) {
         const int p = e / (qih * qiw), rem = e % (qih * qiw), iy = rem / qiw, ix = rem % qiw;
@@ -107,26 +111,32 @@ __global__ void __launch_bounds__(kBlockThreads, K == 7 ? 2 : 3) forward_base_ke
     __syncthreads();
     if (K > 0 && s == 1) {
       // Base conv, register-blocked (stride 1: outputs of a strip share input rows), + synthesis.
-      const int strips = (th + kStripRows - 1) / kStripRows;
-      for (int e = threadIdx.x; e < np * strips * tw; e += blockDim.x) {
-        const StripJob j = strip_job(e, tw, strips);  // slot = p
-        const int p = j.slot, b = pos.b0 + p, ox = pos.x0 + j.col, oy0 = pos.y0 + j.row0;
-        if (b >= a.B || ox >= a.Wo || oy0 >= a.Ho) continue;
-        const int row = oy0 - r - x0y;
-        float acc[kStripRows];
-        conv_column_strip<K ? K : 1, kStripRows>(w0s, xs + p * xh * xw + row * xw + (ox - r - x0x), xw, xh - row, acc);
+      auto base_conv = [&](auto rows_tag) {
+        constexpr int R = decltype(rows_tag)::value;
+        const int jobs = np * int(a.ostrips.divisor) * tw;
+        for (int e = threadIdx.x; e < jobs; e += blockDim.x) {
+          const StripJob j = strip_job(e, a.ocols, a.ostrips, R);  // slot = p
+          const int p = j.slot, b = pos.b0 + p, ox = pos.x0 + j.col, oy0 = pos.y0 + j.row0;
+          if (b >= a.B || ox >= a.Wo || oy0 >= a.Ho) continue;
+          const int row = oy0 - r - x0y;
+          float acc[R];
+          conv_column_strip<K ? K : 1, R>(w0s, xs + p * xh * xw + row * xw + (ox - r - x0x), xw, xh - row, acc);
+          T* yp = a.y + (int64_t(b) * a.C + c) * a.Ho * a.Wo + ox;
 #pragma unroll
-        for (int o = 0; o < kStripRows; ++o) {
-          const int oy = oy0 + o;
-          if (j.row0 + o >= th || oy >= a.Ho) break;
-          float v = bias + acc[o];
-          const int iy = (oy >> 1) - qay, ix = (ox >> 1) - qax;
-          const float* zp = zs + p * 4 * qih * qiw + iy * qiw + ix;
-          const float z[4] = {zp[0], zp[qih * qiw], zp[2 * qih * qiw], zp[3 * qih * qiw]};
-          v += synth_child(z, oy & 1, ox & 1);
-          a.y[(int64_t(b) * a.C + c) * a.Ho * a.Wo + int64_t(oy) * a.Wo + ox] = from_float<T>(v);
+          for (int o = 0; o < R; ++o) {
+            const int oy = oy0 + o;
+            if (j.row0 + o >= th || oy >= a.Ho) break;
+            float v = bias + acc[o];
+            const int iy = (oy >> 1) - qay, ix = (ox >> 1) - qax;
+            const float* zp = zs + p * 4 * qih * qiw + iy * qiw + ix;
+            const float z[4] = {zp[0], zp[qih * qiw], zp[2 * qih * qiw], zp[3 * qih * qiw]};
+            v += synth_child(z, oy & 1, ox & 1);
+            yp[int64_t(oy) * a.Wo] = from_float<T>(v);
+          }
         }
-      }
+      };
+      if (strip_rows(K, th) == 8) base_conv(std::integral_constant<int, 8>{});
+      else base_conv(std::integral_constant<int, 4>{});
     } else {
       for (int e = threadIdx.x; e < np * th * tw; e += blockDim.x) {
         const int p = e / (th * tw), oy = pos.y0 + (e / tw) % th, ox = pos.x0 + e % tw;
@@ -145,7 +155,26 @@ __global__ void __launch_bounds__(kBlockThreads, K == 7 ? 2 : 3) forward_base_ke
 }
 
 template <typename T>
-cudaError_t launch_forward_base(const FwdBaseArgs<T>& a, size_t smem, cudaStream_t stream) {
+cudaError_t launch_forward_base(const FwdBaseArgs<T>& args, size_t smem, cudaStream_t stream) {
+  FwdBaseArgs<T> a = args;
+  {
+    const int r = a.k / 2, s = a.stride, th = a.g.th, tw = a.g.tw;
+    const int qih = fwd_base_coef_extent(s, th), qiw = fwd_base_coef_extent(s, tw);
+    const int qh = qih + 2 * r, qw = qiw + 2 * r;
+    a.xplane = FastDivmod(uint32_t(4 * qh * qw));
+    a.xrow = FastDivmod(uint32_t(2 * qw));
+    a.qplane = FastDivmod(uint32_t(qh * qw));
+    a.qrow = FastDivmod(uint32_t(qw));
+    a.qcols = FastDivmod(uint32_t(qiw));
+    const int qr = strip_rows(a.k, qih), orows = strip_rows(a.k, th);
+    a.qstrips = FastDivmod(uint32_t((qih + qr - 1) / qr));
+    a.ocols = FastDivmod(uint32_t(tw));
+    a.ostrips = FastDivmod(uint32_t((th + orows - 1) / orows));
+    const int nq = (2 * qw + 2 + 3) / 4;  // quads per x-tile row, whatever x0x % 4
+    a.vplane = FastDivmod(uint32_t(qh * nq));
+    a.vrow = FastDivmod(uint32_t(nq));
+    a.vec4 = a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.x) % (4 * sizeof(T)) == 0;
+  }
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
   auto go = [&](auto kernel) {
     if (smem > 48 * 1024) {

@@ -29,8 +29,8 @@ __global__ void __launch_bounds__(kBlockThreads) forward_level_kernel(FwdLevelAr
     // the staging and the convs instead of stalling the synthesis.
     float res_first = 0.f;
     if (a.rin && threadIdx.x < np * th * tw) {
-      const int e = threadIdx.x, p = e / (th * tw), ty = (e / tw) % th, tx = e % tw;
-      const int b = pos.b0 + p, qy = pos.y0 + ty, qx = pos.x0 + tx;
+      const Pos3 q = split3(threadIdx.x, a.cell, a.col);
+      const int b = pos.b0 + q.p, qy = pos.y0 + q.y, qx = pos.x0 + q.x;
       if (b < a.B && qy < a.hq && qx < a.wq)
         res_first = a.rin[(int64_t(b) * a.C + c) * a.hq * a.wq + int64_t(qy) * a.wq + qx];
     }
@@ -38,9 +38,9 @@ __global__ void __launch_bounds__(kBlockThreads) forward_level_kernel(FwdLevelAr
     stage_tile<2>(
         np * plane,
         [&](int e) {
-          const int p = e / plane, rem = e - p * plane, ry = rem / ew;
-          const int qy = pos.y0 - r + ry, qx = pos.x0 - r + (rem - ry * ew);
-          const int b = pos.b0 + p;
+          const Pos3 q = split3(e, a.plane, a.row);
+          const int qy = pos.y0 - r + q.y, qx = pos.x0 - r + q.x;
+          const int b = pos.b0 + q.p;
           float4 v = make_float4(0.f, 0.f, 0.f, 0.f);  // the 2x2 block of X_{l-1}
           if (b < a.B && qy >= 0 && qx >= 0 && qy < a.hq && qx < a.wq) {
             const float* src = a.xin + (int64_t(b) * a.C + c) * a.hin * a.win;
@@ -54,7 +54,8 @@ __global__ void __launch_bounds__(kBlockThreads) forward_level_kernel(FwdLevelAr
           return v;
         },
         [&](int e, float4 v) {
-          const int p = e / plane, rem = e - p * plane;
+          uint32_t p, rem;
+          a.plane.divmod(uint32_t(e), p, rem);
           float z[4];
           haar4(v.x, v.y, v.z, v.w, z);
           float* dst = ys + p * 4 * plane + rem;
@@ -67,7 +68,7 @@ __global__ void __launch_bounds__(kBlockThreads) forward_level_kernel(FwdLevelAr
       // the synthesis per coefficient.
       const int strips = (th + kStripRows - 1) / kStripRows;
       for (int e = threadIdx.x; e < np * 4 * strips * tw; e += blockDim.x) {
-        const StripJob j = strip_job(e, tw, strips);  // slot = p * 4 + subband
+        const StripJob j = strip_job(e, a.col, a.strips, kStripRows);  // slot = p * 4 + subband
         float acc[kStripRows];
         conv_column_strip<K, kStripRows>(ws + (j.slot & 3) * kk, ys + j.slot * plane + j.row0 * ew + j.col, ew,
                                          eh - j.row0, acc);
@@ -78,7 +79,8 @@ __global__ void __launch_bounds__(kBlockThreads) forward_level_kernel(FwdLevelAr
       __syncthreads();
     }
     for (int e = threadIdx.x; e < np * th * tw; e += blockDim.x) {
-      const int p = e / (th * tw), ty = (e / tw) % th, tx = e % tw;
+      const Pos3 q = split3(e, a.cell, a.col);
+      const int p = q.p, ty = q.y, tx = q.x;
       const int b = pos.b0 + p, qy = pos.y0 + ty, qx = pos.x0 + tx;
       if (b >= a.B || qy >= a.hq || qx >= a.wq) continue;
       float acc[4];
@@ -107,7 +109,9 @@ __global__ void __launch_bounds__(kBlockThreads) forward_level_kernel(FwdLevelAr
   }
 }
 
-cudaError_t launch_forward_level(const FwdLevelArgs& a, size_t smem, cudaStream_t stream) {
+cudaError_t launch_forward_level(const FwdLevelArgs& args, size_t smem, cudaStream_t stream) {
+  FwdLevelArgs a = args;
+  set_level_divisors(a.g, a.k, &a.plane, &a.row, &a.cell, &a.col, &a.strips);
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
   auto go = [&](auto kernel) {
     if (smem > 48 * 1024) {

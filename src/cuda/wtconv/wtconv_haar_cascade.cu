@@ -10,56 +10,84 @@ namespace wtconv_detail {
 struct CascadeGeom {
   int64_t in_plane_h, in_plane_w;  // physical plane of `in` (dy: the strided output grid)
   int64_t planes;
-  int hin, win, stride, levels, T, np, tiles_y, tiles_x;
+  int hin, win, stride, levels, lt, np;  // T = 1 << lt
+  bool vec4;                             // 4-element loads (see launch_haar_cascade)
+  FastDivmod per_group, tiles_x;         // block -> (plane group, tile row, tile column)
   float* out[5];
   int hout[5], wout[5];
 };
 
+// Index math is shifts and masks (T is a power of two) and the block decode uses FastDivmod: the
+// kernel moves 4-6 bytes per element, so a hardware-less integer divide per element made it
+// instruction-bound at a fifth of the copy bandwidth.
 template <typename Tin>
 __global__ void __launch_bounds__(kBlockThreads) haar_cascade_kernel(const Tin* __restrict__ in, CascadeGeom g) {
   extern __shared__ float smem[];
-  const int T = g.T, TT = T * T;
+  const int lt = g.lt, T = 1 << lt, TT = T * T;
   float* buf0 = smem;
   float* buf1 = smem + g.np * TT;
-  const int64_t per_group = int64_t(g.tiles_y) * g.tiles_x;
-  const int64_t pg = blockIdx.x / per_group;
-  const int rem = int(blockIdx.x % per_group);
-  const int y0 = (rem / g.tiles_x) * T, x0 = (rem % g.tiles_x) * T;
+  uint32_t pg, rem, ty, tx;
+  g.per_group.divmod(blockIdx.x, pg, rem);
+  g.tiles_x.divmod(rem, ty, tx);
+  const int y0 = int(ty) << lt, x0 = int(tx) << lt;
+  const int64_t plane0 = int64_t(pg) * g.np;
 
-  stage_tile<4>(
-      g.np * TT,
-      [&](int e) {
-        const int p = e / TT, yy = (e % TT) / T, xx = e % T;
-        const int64_t plane = pg * g.np + p;
-        const int y = y0 + yy, x = x0 + xx;
-        float v = 0.f;
-        if (plane < g.planes && y < g.hin && x < g.win) {
-          if (g.stride == 1) {
-            v = to_float(in[plane * g.in_plane_h * g.in_plane_w + int64_t(y) * g.in_plane_w + x]);
-          } else if (y % g.stride == 0 && x % g.stride == 0) {
-            v = to_float(in[plane * g.in_plane_h * g.in_plane_w + int64_t(y / g.stride) * g.in_plane_w + x / g.stride]);
+  if (g.vec4) {
+    const int lq = lt - 2;  // T / 4 quads per tile row
+    stage_tile<2>(
+        g.np * TT / 4,
+        [&](int e) {
+          const int p = e >> (2 * lt - 2), y = y0 + ((e >> lq) & (T - 1)), x = x0 + ((e & ((1 << lq) - 1)) << 2);
+          const int64_t plane = plane0 + p;
+          float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+          if (plane < g.planes && y < g.hin && x < g.win) {
+            const Tin* src = in + plane * g.in_plane_h * g.in_plane_w + int64_t(y) * g.in_plane_w + x;
+            if (x + 3 < g.win) {
+              v = load4(src);
+            } else {
+              v.x = to_float(src[0]);
+              if (x + 1 < g.win) v.y = to_float(src[1]);
+              if (x + 2 < g.win) v.z = to_float(src[2]);
+            }
           }
-        }
-        return v;
-      },
-      [&](int e, float v) { buf0[e] = v; });
-  int side = T, oy = y0, ox = x0;
+          return v;
+        },
+        [&](int e, float4 v) { reinterpret_cast<float4*>(buf0)[e] = v; });
+  } else {
+    stage_tile<4>(
+        g.np * TT,
+        [&](int e) {
+          const int p = e >> (2 * lt), y = y0 + ((e >> lt) & (T - 1)), x = x0 + (e & (T - 1));
+          const int64_t plane = plane0 + p;
+          float v = 0.f;
+          if (plane < g.planes && y < g.hin && x < g.win) {
+            if (g.stride == 1) {
+              v = to_float(in[plane * g.in_plane_h * g.in_plane_w + int64_t(y) * g.in_plane_w + x]);
+            } else if (y % g.stride == 0 && x % g.stride == 0) {
+              v = to_float(in[plane * g.in_plane_h * g.in_plane_w + int64_t(y / g.stride) * g.in_plane_w + x / g.stride]);
+            }
+          }
+          return v;
+        },
+        [&](int e, float v) { buf0[e] = v; });
+  }
+  int ls = lt, oy = y0, ox = x0;  // side = 1 << ls
   for (int j = 0; j < g.levels; ++j) {
     __syncthreads();
-    const int ns = side / 2, nss = ns * ns;
-    oy /= 2; ox /= 2;
-    for (int e = threadIdx.x; e < g.np * nss; e += blockDim.x) {
-      const int p = e / nss, yy = (e % nss) / ns, xx = e % ns;
-      const float* s = buf0 + p * side * side + (2 * yy) * side + 2 * xx;
+    const int side = 1 << ls, ln = ls - 1, ns = 1 << ln;
+    oy >>= 1; ox >>= 1;
+    for (int e = threadIdx.x; e < (g.np << (2 * ln)); e += blockDim.x) {
+      const int p = e >> (2 * ln), yy = (e >> ln) & (ns - 1), xx = e & (ns - 1);
+      const float* s = buf0 + (p << (2 * ls)) + (2 * yy) * side + 2 * xx;
       const float ll = 0.5f * ((s[0] + s[1]) + (s[side] + s[side + 1]));
       buf1[e] = ll;
-      const int64_t plane = pg * g.np + p;
+      const int64_t plane = plane0 + p;
       const int y = oy + yy, x = ox + xx;
       if (plane < g.planes && y < g.hout[j] && x < g.wout[j])
         g.out[j][plane * g.hout[j] * g.wout[j] + int64_t(y) * g.wout[j] + x] = ll;
     }
     float* t = buf0; buf0 = buf1; buf1 = t;
-    side = ns;
+    ls = ln;
   }
 }
 
@@ -71,20 +99,27 @@ cudaError_t launch_haar_cascade(const Tin* in, int stride, int64_t in_plane_h, i
   g.in_plane_h = in_plane_h; g.in_plane_w = in_plane_w; g.planes = planes;
   g.hin = int(hin); g.win = int(win); g.stride = stride; g.levels = levels;
   // Smallest power-of-two tile that covers the plane and 2^levels, at most 32.
-  int T = 1 << levels;
-  while (T < 32 && (T < hin || T < win)) T *= 2;
-  g.T = T;
-  int np = 1024 / (T * T);
+  int lt = levels;
+  while (lt < 5 && ((int64_t(1) << lt) < hin || (int64_t(1) << lt) < win)) ++lt;
+  const int T = 1 << lt;
+  g.lt = lt;
+  int np = 2048 / (T * T);  // two 32x32 planes per block: two 16-byte loads in flight per thread
   if (np < 1) np = 1;
   if (np > planes) np = int(planes);
   g.np = np;
-  g.tiles_y = int((hin + T - 1) / T); g.tiles_x = int((win + T - 1) / T);
+  const int tiles_y = int((hin + T - 1) / T), tiles_x = int((win + T - 1) / T);
+  // Rows of 4 whole, 4-aligned elements: stride 1 (dy of a strided conv is read scattered),
+  // tiles of at least 4 columns, a row pitch and a base pointer that keep every quad aligned.
+  g.vec4 = stride == 1 && lt >= 2 && in_plane_w % 4 == 0 &&
+           reinterpret_cast<uintptr_t>(in) % (4 * sizeof(Tin)) == 0;
+  g.per_group = FastDivmod(uint32_t(tiles_y) * uint32_t(tiles_x));
+  g.tiles_x = FastDivmod(uint32_t(tiles_x));
   for (int j = 0; j < 5; ++j) {
     g.out[j] = j < levels ? out[j] : nullptr;
     g.hout[j] = j < levels ? int(hout[j]) : 0;
     g.wout[j] = j < levels ? int(wout[j]) : 0;
   }
-  const int64_t blocks = (planes + np - 1) / np * g.tiles_y * g.tiles_x;
+  const int64_t blocks = (planes + np - 1) / np * tiles_y * tiles_x;
   const size_t smem = size_t(2) * np * T * T * sizeof(float);
   haar_cascade_kernel<Tin><<<unsigned(blocks), kBlockThreads, smem, stream>>>(in, g);
   return cudaGetLastError();

