@@ -297,22 +297,12 @@ static int run_checks() {
   return fails ? 1 : 0;
 }
 
-// HBM bytes the kernels move (halo re-reads not counted): see docs/wtconv.md.
+// HBM bytes the kernels move (halo re-reads not counted): the library's model, docs/wtconv.md.
 static void bytes_model(const WtconvProblem& p, double* fwd, double* bwd) {
-  const double e = double(esize(p.precision));
-  double Nl[10];
-  int64_t h = p.height, w = p.width;
-  for (int l = 0; l <= p.levels; ++l) { Nl[l] = double(p.batch * p.channels) * h * w; h = (h + 1) / 2; w = (w + 1) / 2; }
-  const double N = Nl[0], No = double(p.y_elements());
-  const int L = int(p.levels);
-  double f = 0, b = 0;
-  if (L >= 2) { f += N * e; for (int l = 1; l < L; ++l) f += 4 * Nl[l]; }          // cascade
-  for (int l = L; l >= 2; --l) f += 4 * (2 * Nl[l - 1] + (l < L ? Nl[l] : 0));      // levels
-  f += N * e + No * e + (L >= 2 ? 4 * Nl[1] : 0);                                    // base
-  if (L >= 2) { b += (N + No) * e; for (int l = 1; l < L; ++l) b += 8 * Nl[l]; }     // two cascades
-  for (int l = L; l >= 2; --l) b += 4 * (3 * Nl[l - 1] + (l < L ? Nl[l] : 0));       // levels
-  b += (2 * N + No) * e + (L >= 2 ? 4 * Nl[1] : 0);                                  // base
-  *fwd = f; *bwd = b;
+  uint64_t f = 0, b = 0;
+  if (!wtconv_io_bytes(p, &f, &b).ok()) f = b = 0;
+  *fwd = double(f);
+  *bwd = double(b);
 }
 
 static float median(std::vector<float> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; }
