@@ -252,20 +252,9 @@ cudaError_t launch_backward_base(const BwdBaseArgs<T>& args, size_t smem, cudaSt
              reinterpret_cast<uintptr_t>(a.dy) % (4 * sizeof(T)) == 0;
   }
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
-  auto go = [&](auto kernel) {
-    if (smem > 48 * 1024) {
-      cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-      if (e != cudaSuccess) return e;
-    }
-    kernel<<<blocks, kBlockThreads, smem, stream>>>(a);
-    return cudaGetLastError();
-  };
-  switch (a.k) {
-    case 3: return go(backward_base_kernel<T, 3>);
-    case 5: return go(backward_base_kernel<T, 5>);
-    case 7: return go(backward_base_kernel<T, 7>);
-    default: return go(backward_base_kernel<T, 0>);
-  }
+  return dispatch_kernel_size(a.k, [&](auto kc) {
+    return launch_with_smem(backward_base_kernel<T, decltype(kc)::value>, blocks, smem, stream, a);
+  });
 }
 
 template cudaError_t launch_backward_base<float>(const BwdBaseArgs<float>&, size_t, cudaStream_t);

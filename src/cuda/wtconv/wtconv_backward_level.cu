@@ -163,20 +163,9 @@ cudaError_t launch_backward_level(const BwdLevelArgs& args, size_t smem, cudaStr
   BwdLevelArgs a = args;
   set_level_divisors(a.g, a.k, &a.plane, &a.row, &a.cell, &a.col, &a.strips);
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
-  auto go = [&](auto kernel) {
-    if (smem > 48 * 1024) {
-      cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-      if (e != cudaSuccess) return e;
-    }
-    kernel<<<blocks, kBlockThreads, smem, stream>>>(a);
-    return cudaGetLastError();
-  };
-  switch (a.k) {
-    case 3: return go(backward_level_kernel<3>);
-    case 5: return go(backward_level_kernel<5>);
-    case 7: return go(backward_level_kernel<7>);
-    default: return go(backward_level_kernel<0>);
-  }
+  return dispatch_kernel_size(a.k, [&](auto kc) {
+    return launch_with_smem(backward_level_kernel<decltype(kc)::value>, blocks, smem, stream, a);
+  });
 }
 
 }  // namespace wtconv_detail

@@ -176,20 +176,9 @@ cudaError_t launch_forward_base(const FwdBaseArgs<T>& args, size_t smem, cudaStr
     a.vec4 = a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.x) % (4 * sizeof(T)) == 0;
   }
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
-  auto go = [&](auto kernel) {
-    if (smem > 48 * 1024) {
-      cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-      if (e != cudaSuccess) return e;
-    }
-    kernel<<<blocks, kBlockThreads, smem, stream>>>(a);
-    return cudaGetLastError();
-  };
-  switch (a.k) {
-    case 3: return go(forward_base_kernel<T, 3>);
-    case 5: return go(forward_base_kernel<T, 5>);
-    case 7: return go(forward_base_kernel<T, 7>);
-    default: return go(forward_base_kernel<T, 0>);
-  }
+  return dispatch_kernel_size(a.k, [&](auto kc) {
+    return launch_with_smem(forward_base_kernel<T, decltype(kc)::value>, blocks, smem, stream, a);
+  });
 }
 
 template cudaError_t launch_forward_base<float>(const FwdBaseArgs<float>&, size_t, cudaStream_t);

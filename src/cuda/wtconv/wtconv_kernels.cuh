@@ -3,6 +3,8 @@
 
 #include <cuda_runtime.h>
 
+#include <type_traits>
+
 #include "wtconv_common.cuh"
 #include "wtconv_plan.h"
 
@@ -94,6 +96,30 @@ struct ParamGradArgs {
   int C, k, L;
 };
 cudaError_t launch_param_grad_reduce(const ParamGradArgs& a, cudaStream_t stream);
+
+// Launches `kernel` with `smem` bytes of dynamic shared memory, raising the kernel's limit first
+// when it asks for more than the 48 KiB default.
+template <typename Kernel, typename Args>
+cudaError_t launch_with_smem(Kernel kernel, unsigned blocks, size_t smem, cudaStream_t stream, const Args& a) {
+  if (smem > 48 * 1024) {
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+    if (e != cudaSuccess) return e;
+  }
+  kernel<<<blocks, kBlockThreads, smem, stream>>>(a);
+  return cudaGetLastError();
+}
+
+// f(std::integral_constant<int, K>{}) with K = k for the specialised kernel sizes 3, 5 and 7, and
+// K = 0 (the runtime-k instantiation) for every other odd k.
+template <typename F>
+cudaError_t dispatch_kernel_size(int k, F&& f) {
+  switch (k) {
+    case 3: return f(std::integral_constant<int, 3>{});
+    case 5: return f(std::integral_constant<int, 5>{});
+    case 7: return f(std::integral_constant<int, 7>{});
+    default: return f(std::integral_constant<int, 0>{});
+  }
+}
 
 inline TileGeom geom_of(const WtconvTile& t) {
   TileGeom g;
