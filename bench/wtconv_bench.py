@@ -500,8 +500,11 @@ def main(argv=None) -> int:
         shapes = [s for s in shapes if s.name in wanted]
     args.out.mkdir(parents=True, exist_ok=True)
     status = winconv.native_status()
+    ops_status = winconv.torch_ops_status()
+    eager_binding = "C++ operator" if not ops_status else "ctypes (" + ops_status + ")"
     print(f"wtconv_bench: {len(shapes)} shapes from {shapes_path}, dtypes {args.dtypes}; "
-          f"winconv kernels: {'fused CUDA' if not status else 'pure PyTorch (' + status + ')'}", flush=True)
+          f"winconv kernels: {'fused CUDA' if not status else 'pure PyTorch (' + status + ')'}; "
+          f"eager binding: {eager_binding}", flush=True)
 
     env = {
         "gpu": torch.cuda.get_device_name(),
@@ -509,6 +512,7 @@ def main(argv=None) -> int:
         "cuda": torch.version.cuda,
         "cudnn": torch.backends.cudnn.version(),
         "winconv_kernels": "fused" if not status else "pytorch-fallback",
+        "eager_binding": "torch-ops" if not ops_status else "ctypes",
         "copy_GBps": copy_bandwidth_gbps(),
         "l2_bytes": l2_cache_bytes(),
         "iters": args.iters,

@@ -16,6 +16,7 @@ import torch
 _DTYPE_CODE = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 _I64 = ctypes.c_int64
 _lib = None
+_path = None
 _reason = ""
 
 
@@ -29,7 +30,7 @@ def _candidates():
 
 
 def _load():
-    global _lib, _reason
+    global _lib, _path, _reason
     if _lib is not None or _reason:
         return _lib
     tried = []
@@ -46,7 +47,7 @@ def _load():
             _reason = f"{path} has no WTConv C surface (winconv_wtconv_forward)"
             return None
         _declare(lib)
-        _lib = lib
+        _lib, _path = lib, path
         return _lib
     _reason = "libwinconv.so not found (tried: " + ", ".join(tried) + "); set WINCONV_LIBRARY"
     return None
@@ -70,6 +71,11 @@ def _declare(lib):
     lib.winconv_wtconv_io_bytes.restype = ctypes.c_int
     lib.winconv_wtconv_last_error.argtypes = []
     lib.winconv_wtconv_last_error.restype = ctypes.c_char_p
+
+
+def library_path():
+    """The path of the loaded libwinconv.so, or None."""
+    return _path if _load() is not None else None
 
 
 def available() -> bool:

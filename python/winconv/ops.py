@@ -22,6 +22,7 @@ from torch import Tensor
 from . import functional
 from ._checks import check_parameters
 from ._native_loader import native_module, warn_fallback_once
+from ._torch_ops import eager_op
 
 _NATIVE_INPUT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -193,10 +194,12 @@ wtconv2d_fwd.register_autograd(_backward, setup_context=_setup_context)
 
 
 # ---------------------------------------------------------------------------------------
-# Eager fast path. Outside torch.compile, a CUDA call with the fused kernels goes through one
-# autograd.Function straight to the native module: the same kernels and arguments as the ops
-# above, without the custom-op dispatch layers, whose host overhead (hundreds of microseconds
-# per training step) would dominate the small WTConvNeXt shapes. torch.compile traces the ops.
+# Eager fast paths. Outside torch.compile, a CUDA call with the fused kernels skips the custom-op
+# dispatch layers above, whose host overhead would dominate the small WTConvNeXt shapes:
+# 1. torch.ops.winconv.wtconv2d_eager (src/torch/), whose checks, allocations, launches and
+#    autograd node are all C++, when the operator library for this torch is built;
+# 2. otherwise the autograd.Function below, straight to the ctypes binding.
+# Both run the same kernels with the same arguments. torch.compile traces the ops above.
 
 
 class _NativeWtconv2d(torch.autograd.Function):
@@ -219,16 +222,15 @@ class _NativeWtconv2d(torch.autograd.Function):
         return (None, None, None, None, gx, gw0, gb0 if ctx.has_bias else None, gs0, *gws, *gss)
 
 
-def _eager_native(x: Tensor, params) -> Optional[object]:
-    """The native module when the eager fast path applies: CUDA input of a kernel dtype, float32
-    parameters, not under torch.compile or TorchScript tracing."""
+def _eager_eligible(x: Tensor, params) -> bool:
+    """Whether the fused kernels can take this call eagerly: a CUDA input of a kernel dtype,
+    contiguous float32 parameters, not under torch.compile or TorchScript tracing."""
     if not x.is_cuda or x.dtype not in _NATIVE_INPUT_DTYPES or x.numel() == 0:
-        return None
+        return False
     if torch.compiler.is_compiling() or torch.jit.is_tracing():
-        return None
-    if any(p is not None and p.dtype != torch.float32 for p in params):
-        return None
-    return native_module()
+        return False
+    return all(p is None or (isinstance(p, Tensor) and p.dtype == torch.float32 and p.is_contiguous())
+               for p in params)
 
 
 # ---------------------------------------------------------------------------------------
@@ -249,6 +251,14 @@ def _autocast_dtype(device_type: str) -> Optional[torch.dtype]:
         return None
 
 
+def _autocast_input(x: Tensor) -> Tensor:
+    """The activation in the autocast dtype when autocast is on (float64 stays float64)."""
+    cast_to = _autocast_dtype(x.device.type)
+    if cast_to is not None and x.dtype != torch.float64 and x.dtype != cast_to:
+        return x.to(cast_to)
+    return x
+
+
 def wtconv2d(
     x: Tensor,
     base_weight: Tensor,
@@ -263,14 +273,25 @@ def wtconv2d(
     Under torch.autocast the activation runs in the autocast dtype, as a convolution would,
     while the parameters and the kernels' accumulation stay in float32.
     """
+    if (isinstance(x, Tensor) and x.is_cuda and type(stride) is int and isinstance(level_weights, (list, tuple))
+            and isinstance(level_scales, (list, tuple))):
+        op = eager_op()
+        if op is not None:
+            xin = _autocast_input(x)
+            if _eager_eligible(xin, (base_weight, base_bias, base_scale, *level_weights, *level_scales)):
+                try:  # the C++ operator checks every argument itself before it launches
+                    return op(xin.contiguous(), base_weight, base_bias, base_scale, list(level_weights),
+                              list(level_scales), stride)
+                except (RuntimeError, TypeError):
+                    # Raise the same precise ValueError/TypeError as every other path when an
+                    # argument is at fault; anything else (a CUDA error) propagates as it is.
+                    check_parameters(x, base_weight, base_bias, base_scale, level_weights, level_scales, stride)
+                    raise
     check_parameters(x, base_weight, base_bias, base_scale, level_weights, level_scales, stride)
-    cast_to = _autocast_dtype(x.device.type)
-    if cast_to is not None and x.dtype != torch.float64 and x.dtype != cast_to:
-        x = x.to(cast_to)
-    x = x.contiguous()
-    params = (base_weight, base_bias, base_scale, *level_weights, *level_scales)
-    native = _eager_native(x, params)
-    if native is not None and all(p is None or p.is_contiguous() for p in params):
-        return _NativeWtconv2d.apply(native, stride, base_bias is not None, len(level_weights), x, base_weight,
-                                     base_bias, base_scale, *level_weights, *level_scales)
+    x = _autocast_input(x).contiguous()
+    if _eager_eligible(x, (base_weight, base_bias, base_scale, *level_weights, *level_scales)):
+        native = native_module()
+        if native is not None:
+            return _NativeWtconv2d.apply(native, stride, base_bias is not None, len(level_weights), x, base_weight,
+                                         base_bias, base_scale, *level_weights, *level_scales)
     return wtconv2d_fwd(x, base_weight, base_bias, base_scale, list(level_weights), list(level_scales), stride)

@@ -1,0 +1,155 @@
+"""The C++ operator winconv::wtconv2d_eager (src/torch/) against the ctypes binding it replaces.
+
+Both run the same kernels with the same arguments, so forward and every gradient must agree bit
+for bit. The GPU tests skip, with the reason, when the operator library is not built for this
+torch; scripts/gpu-check sets WINCONV_REQUIRE_TORCH_OPS=1 so that there they fail instead.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+import winconv
+from winconv import _native, _torch_ops, ops
+
+
+def _library_for_this_torch():
+    """The operator library file built for this torch next to libwinconv, loaded; else skip."""
+    if _native._load() is None:
+        pytest.skip(f"libwinconv not loadable: {_native._reason}")
+    paths = [p for p in _torch_ops._candidates(_native) if p.is_file()]
+    if not paths:
+        pytest.skip(f"operator library not built for torch {torch.__version__} (scripts/build-torch-ops)")
+    torch.ops.load_library(str(paths[0]))
+    return torch.ops.winconv.wtconv2d_eager
+
+
+def _meta_args(b, c, h, w, k, levels):
+    m = lambda *shape: torch.empty(*shape, device="meta")  # noqa: E731
+    return (m(b, c, h, w), m(c, 1, k, k), m(c), m(1, c, 1, 1), [m(4 * c, 1, k, k)] * levels,
+            [m(1, 4 * c, 1, 1)] * levels)
+
+
+@pytest.mark.parametrize("hw,stride", [((9, 7), 1), ((9, 7), 2), ((1, 1), 3), ((16, 15), 4)])
+def test_meta_kernel_gives_the_output_shape(hw, stride):
+    op = _library_for_this_torch()
+    y = op(*_meta_args(2, 8, *hw, 5, 2), stride)
+    assert y.device.type == "meta"
+    assert tuple(y.shape) == (2, 8, -(-hw[0] // stride), -(-hw[1] // stride))
+
+
+def test_cpu_tensors_are_refused_not_misread():
+    op = _library_for_this_torch()
+    c, k = 4, 3
+    with pytest.raises(NotImplementedError, match="CPU"):
+        op(torch.randn(1, c, 5, 5), torch.randn(c, 1, k, k), None, torch.randn(1, c, 1, 1),
+           [torch.randn(4 * c, 1, k, k)], [torch.randn(1, 4 * c, 1, 1)], 1)
+
+
+def test_status_is_a_reason_or_empty():
+    status = winconv.torch_ops_status()
+    assert isinstance(status, str)
+    assert (status == "") == (_torch_ops.eager_op() is not None)
+
+
+# ------------------------------------------------------------------------------------------
+# GPU
+
+def _gpu_op():
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device available")
+    if winconv.native_status():
+        pytest.skip(f"fused WTConv kernels unavailable: {winconv.native_status()}")
+    op = _torch_ops.eager_op()
+    if op is None:
+        if os.environ.get("WINCONV_REQUIRE_TORCH_OPS") == "1":
+            pytest.fail(f"operator library required but unavailable: {winconv.torch_ops_status()}")
+        pytest.skip(f"operator library unavailable: {winconv.torch_ops_status()}")
+    return op
+
+
+def _params(c, k, levels, bias, seed):
+    g = torch.Generator().manual_seed(seed)
+    r = lambda *shape: torch.randn(*shape, generator=g).cuda().requires_grad_(True)  # noqa: E731
+    return (r(c, 1, k, k), r(c) if bias else None, r(1, c, 1, 1), [r(4 * c, 1, k, k) for _ in range(levels)],
+            [r(1, 4 * c, 1, 1) for _ in range(levels)])
+
+
+def _run(path, x, grad_y, params, stride):
+    w0, b0, s0, wl, sl = params
+    leaves = [t for t in (w0, b0, s0, *wl, *sl) if t is not None]
+    for t in leaves:
+        t.grad = None
+    xi = x.clone().requires_grad_(True)
+    if path == "op":
+        y = _torch_ops.eager_op()(xi, w0, b0, s0, wl, sl, stride)
+    else:
+        y = ops._NativeWtconv2d.apply(_native, stride, b0 is not None, len(wl), xi, w0, b0, s0, *wl, *sl)
+    y.backward(grad_y)
+    return [y, xi.grad] + [t.grad for t in leaves]
+
+
+CASES = [  # (B, C, H, W, k, levels, stride, bias)
+    (2, 8, 7, 10, 5, 2, 1, True),
+    (1, 3, 5, 3, 7, 3, 2, False),
+    (2, 6, 33, 17, 9, 2, 3, True),
+    (4, 16, 28, 28, 5, 4, 1, True),
+    (1, 2, 1, 1, 3, 5, 2, True),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c)))
+def test_operator_matches_ctypes_binding_bit_for_bit(case, dtype):
+    _gpu_op()
+    b, c, h, w, k, levels, stride, bias = case
+    params = _params(c, k, levels, bias, seed=h * w + k)
+    x = torch.randn(b, c, h, w, device="cuda", dtype=dtype)
+    grad_y = torch.randn(b, c, -(-h // stride), -(-w // stride), device="cuda", dtype=dtype)
+    via_op = _run("op", x, grad_y, params, stride)
+    via_ctypes = _run("ctypes", x, grad_y, params, stride)
+    assert len(via_op) == len(via_ctypes)
+    for a, b_ in zip(via_op, via_ctypes):
+        assert a.dtype == b_.dtype and a.shape == b_.shape
+        assert torch.isfinite(a.float()).all()
+        assert torch.equal(a, b_)
+
+
+def test_module_uses_the_operator_and_inference_mode_works():
+    _gpu_op()
+    layer = winconv.WTConv2d(8, 8, kernel_size=5, wt_levels=2).cuda()
+    x = torch.randn(2, 8, 12, 11, device="cuda")
+    y = layer(x)
+    assert y.grad_fn is not None and "WtconvFunction" in y.grad_fn.name()
+    with torch.inference_mode():
+        y_inf = layer(x)
+    assert torch.equal(y.detach(), y_inf)
+
+
+@pytest.mark.parametrize("bad,error", [
+    ("level_shape", ValueError), ("stride0", ValueError), ("levels_mismatch", ValueError),
+    ("channels", ValueError), ("even_kernel", ValueError),
+])
+def test_bad_arguments_raise_the_python_errors(bad, error):
+    _gpu_op()
+    c, k = 4, 5
+    x = torch.randn(1, c, 8, 8, device="cuda")
+    w0, b0, s0 = torch.randn(c, 1, k, k, device="cuda"), None, torch.randn(1, c, 1, 1, device="cuda")
+    wl, sl = [torch.randn(4 * c, 1, k, k, device="cuda")], [torch.randn(1, 4 * c, 1, 1, device="cuda")]
+    stride = 1
+    if bad == "level_shape":
+        wl = [torch.randn(4 * c, 1, k, k - 2, device="cuda")]
+    elif bad == "stride0":
+        stride = 0
+    elif bad == "levels_mismatch":
+        sl = sl * 2
+    elif bad == "channels":
+        x = torch.randn(1, c + 1, 8, 8, device="cuda")
+    elif bad == "even_kernel":
+        w0 = torch.randn(c, 1, 4, 4, device="cuda")
+        wl = [torch.randn(4 * c, 1, 4, 4, device="cuda")]
+    with pytest.raises(error):
+        winconv.wtconv2d(x, w0, b0, s0, wl, sl, stride)
