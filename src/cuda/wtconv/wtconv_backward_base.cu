@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(kBlockThreads, 3) backward_base_kernel(BwdBase
     if constexpr (K > 0) {
       // Level-1 subband convs, register-blocked (one column strip of one subband per job), + dX_1.
       const int jobs = np * 4 * int(a.qstrips.divisor) * tw;
-      const float* res0 = a.dxin ? a.dxin + (int64_t(pos.b0) * a.C + c) * a.h1 * a.w1g : nullptr;
+      const T* res0 = a.dxin ? a.dxin + (int64_t(pos.b0) * a.C + c) * a.h1 * a.w1g : nullptr;
       const int64_t res_pstride = int64_t(a.C) * a.h1 * a.w1g;
       if (strip_rows(K, th) == 8)
         subband_conv_phase<K, 8>(jobs, a.qcols, a.qstrips, th, tw, w1f, gs, plane, ew, eh, dz, res0, res_pstride,
@@ -166,7 +166,7 @@ __global__ void __launch_bounds__(kBlockThreads, 3) backward_base_kernel(BwdBase
         for (int t = 0; t < 4; ++t)
           d[t] = conv_window<K>(w1f + t * kk, gs + (p * 4 + t) * plane + ty * ew + tx, ew, k);
         const int64_t pl = int64_t(b) * a.C + c;
-        if (a.dxin) d[0] += a.dxin[pl * a.h1 * a.w1g + int64_t(qy) * a.w1g + qx];
+        if (a.dxin) d[0] += to_float(a.dxin[pl * a.h1 * a.w1g + int64_t(qy) * a.w1g + qx]);
 #pragma unroll
         for (int dy = 0; dy < 2; ++dy) {
           const int y = 2 * qy + dy;

@@ -9,8 +9,8 @@
 namespace winconv {
 namespace wtconv_detail {
 
-template <int K>
-__global__ void __launch_bounds__(kBlockThreads) backward_level_kernel(BwdLevelArgs a) {
+template <typename Tc, int K>
+__global__ void __launch_bounds__(kBlockThreads) backward_level_kernel(BwdLevelArgs<Tc> a) {
   extern __shared__ float smem[];
   constexpr int KM = K > 0 ? K : 15;
   const int k = K ? K : a.k, r = k / 2, kk = k * k;
@@ -61,14 +61,17 @@ __global__ void __launch_bounds__(kBlockThreads) backward_level_kernel(BwdLevelA
           v.g = v.x;
           if (b < a.B && qy >= 0 && qx >= 0 && qy < a.hq && qx < a.wq) {
             const int64_t off = (int64_t(b) * a.C + c) * a.hin * a.win;
-            const float* xp = a.xin + off;
-            const float* gp = a.gin + off;
+            const Tc* xp = a.xin + off;
+            const Tc* gp = a.gin + off;
             const int y = 2 * qy, x = 2 * qx;
             const bool xr = x + 1 < a.win, yd = y + 1 < a.hin;
-            v.x.x = xp[y * a.win + x]; v.g.x = gp[y * a.win + x];
-            if (xr) { v.x.y = xp[y * a.win + x + 1]; v.g.y = gp[y * a.win + x + 1]; }
-            if (yd) { v.x.z = xp[(y + 1) * a.win + x]; v.g.z = gp[(y + 1) * a.win + x]; }
-            if (xr && yd) { v.x.w = xp[(y + 1) * a.win + x + 1]; v.g.w = gp[(y + 1) * a.win + x + 1]; }
+            v.x.x = to_float(xp[y * a.win + x]); v.g.x = to_float(gp[y * a.win + x]);
+            if (xr) { v.x.y = to_float(xp[y * a.win + x + 1]); v.g.y = to_float(gp[y * a.win + x + 1]); }
+            if (yd) { v.x.z = to_float(xp[(y + 1) * a.win + x]); v.g.z = to_float(gp[(y + 1) * a.win + x]); }
+            if (xr && yd) {
+              v.x.w = to_float(xp[(y + 1) * a.win + x + 1]);
+              v.g.w = to_float(gp[(y + 1) * a.win + x + 1]);
+            }
           }
           return v;
         },
@@ -116,7 +119,7 @@ __global__ void __launch_bounds__(kBlockThreads) backward_level_kernel(BwdLevelA
       }
       const int64_t pl = int64_t(b) * a.C + c;
       if (a.dxin) d[0] += e == int(threadIdx.x) ? res_first : a.dxin[pl * a.hq * a.wq + int64_t(qy) * a.wq + qx];
-      float* dst = a.dxout + pl * a.hin * a.win;
+      Tc* dst = a.dxout + pl * a.hin * a.win;
 #pragma unroll
       for (int dy = 0; dy < 2; ++dy) {
         const int y = 2 * qy + dy;
@@ -124,7 +127,7 @@ __global__ void __launch_bounds__(kBlockThreads) backward_level_kernel(BwdLevelA
 #pragma unroll
         for (int dx = 0; dx < 2; ++dx) {
           const int x = 2 * qx + dx;
-          if (x < a.win) dst[y * a.win + x] = 0.5f * synth_child(d, dy, dx);
+          if (x < a.win) dst[y * a.win + x] = from_float<Tc>(0.5f * synth_child(d, dy, dx));
         }
       }
     }
@@ -159,14 +162,19 @@ __global__ void __launch_bounds__(kBlockThreads) backward_level_kernel(BwdLevelA
   }
 }
 
-cudaError_t launch_backward_level(const BwdLevelArgs& args, size_t smem, cudaStream_t stream) {
-  BwdLevelArgs a = args;
+template <typename Tc>
+cudaError_t launch_backward_level(const BwdLevelArgs<Tc>& args, size_t smem, cudaStream_t stream) {
+  BwdLevelArgs<Tc> a = args;
   set_level_divisors(a.g, a.k, &a.plane, &a.row, &a.cell, &a.col, &a.strips);
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
   return dispatch_kernel_size(a.k, [&](auto kc) {
-    return launch_with_smem(backward_level_kernel<decltype(kc)::value>, blocks, smem, stream, a);
+    return launch_with_smem(backward_level_kernel<Tc, decltype(kc)::value>, blocks, smem, stream, a);
   });
 }
+
+template cudaError_t launch_backward_level<float>(const BwdLevelArgs<float>&, size_t, cudaStream_t);
+template cudaError_t launch_backward_level<__half>(const BwdLevelArgs<__half>&, size_t, cudaStream_t);
+template cudaError_t launch_backward_level<__nv_bfloat16>(const BwdLevelArgs<__nv_bfloat16>&, size_t, cudaStream_t);
 
 }  // namespace wtconv_detail
 }  // namespace winconv

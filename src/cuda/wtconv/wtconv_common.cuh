@@ -291,11 +291,11 @@ __device__ __forceinline__ ItemPos decode_item(const TileGeom& g, int64_t item) 
 // LL). The residual grid (h1 x w1, plane p at res0 + p * res_pstride, origin (oy, ox)) is read
 // before the convolution so its latency hides behind the arithmetic; a warp's jobs share one
 // subband whenever cols * strips >= 32, so the LL-only branch does not diverge.
-template <int K, int R>
+template <int K, int R, typename Tres>
 __device__ __forceinline__ void subband_conv_phase(int jobs, const FastDivmod& cols, const FastDivmod& strips,
                                                    int out_rows, int out_cols, const float* w, const float* src,
                                                    int src_plane, int src_pitch, int src_rows, float* dst,
-                                                   const float* res0, int64_t res_pstride, int nb, int oy, int ox,
+                                                   const Tres* res0, int64_t res_pstride, int nb, int oy, int ox,
                                                    int h1, int w1) {
   for (int e = threadIdx.x; e < jobs; e += blockDim.x) {
     const StripJob j = strip_job(e, cols, strips, R);
@@ -305,11 +305,11 @@ __device__ __forceinline__ void subband_conv_phase(int jobs, const FastDivmod& c
 #pragma unroll
     for (int o = 0; o < R; ++o) res[o] = 0.f;
     if (with_res && p < nb && qx < w1) {
-      const float* rp = res0 + p * res_pstride + qx;
+      const Tres* rp = res0 + p * res_pstride + qx;
 #pragma unroll
       for (int o = 0; o < R; ++o) {
         const int qy = oy + j.row0 + o;
-        if (j.row0 + o < out_rows && qy < h1) res[o] = rp[int64_t(qy) * w1];
+        if (j.row0 + o < out_rows && qy < h1) res[o] = to_float(rp[int64_t(qy) * w1]);
       }
     }
     float acc[R];

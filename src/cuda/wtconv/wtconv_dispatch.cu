@@ -15,10 +15,12 @@ Status cuda_status(cudaError_t e, const char* what) {
   return Status(StatusCode::kCudaError, std::string(what) + ": " + cudaGetErrorString(e));
 }
 
-float* ws_at(void* ws, size_t off) { return reinterpret_cast<float*>(static_cast<char*>(ws) + off); }
+template <typename T = float>
+T* ws_at(void* ws, size_t off) { return reinterpret_cast<T*>(static_cast<char*>(ws) + off); }
 
-// The LL chain levels 1..L-1 (at most 5 per launch; deeper chains relaunch from the last level).
-template <typename Tin>
+// The LL chain levels 1..L-1: level 1 stored as T1, deeper levels as float (at most 5 levels per
+// launch; deeper chains relaunch from the last level written).
+template <typename Tin, typename T1>
 Status ll_chain(const WtconvPlan& plan, const Tin* in, int stride, void* ws, const size_t* offsets,
                 cudaStream_t stream) {
   // Levels 1..L-1 are needed. The first launch reads the activation (dy: on the strided grid).
@@ -26,21 +28,23 @@ Status ll_chain(const WtconvPlan& plan, const Tin* in, int stride, void* ws, con
   int done = 0;
   while (done < plan.L - 1) {
     const int m = (plan.L - 1 - done) < 5 ? (plan.L - 1 - done) : 5;
-    float* outs[5];
+    float* deeper[4] = {};
     int64_t ho[5], wo[5];
     for (int j = 0; j < m; ++j) {
-      outs[j] = ws_at(ws, offsets[done + 1 + j]);
+      if (j > 0) deeper[j - 1] = ws_at<float>(ws, offsets[done + 1 + j]);
       ho[j] = plan.hl[done + 1 + j];
       wo[j] = plan.wl[done + 1 + j];
     }
     cudaError_t e;
     if (done == 0) {
       const int64_t ph = stride == 1 ? plan.H : plan.Ho, pw = stride == 1 ? plan.W : plan.Wo;
-      e = launch_haar_cascade<Tin>(in, stride, ph, pw, planes, plan.H, plan.W, m, outs, ho, wo, stream);
+      e = launch_haar_cascade<Tin, T1>(in, stride, ph, pw, planes, plan.H, plan.W, m, ws_at<T1>(ws, offsets[1]),
+                                       deeper, ho, wo, stream);
     } else {
-      const float* src = ws_at(ws, offsets[done]);
-      e = launch_haar_cascade<float>(src, 1, plan.hl[done], plan.wl[done], planes, plan.hl[done],
-                                     plan.wl[done], m, outs, ho, wo, stream);
+      const float* src = ws_at<float>(ws, offsets[done]);
+      e = launch_haar_cascade<float, float>(src, 1, plan.hl[done], plan.wl[done], planes, plan.hl[done],
+                                            plan.wl[done], m, ws_at<float>(ws, offsets[done + 1]), deeper, ho, wo,
+                                            stream);
     }
     if (e != cudaSuccess) return cuda_status(e, "wtconv haar cascade launch");
     done += m;
@@ -48,10 +52,28 @@ Status ll_chain(const WtconvPlan& plan, const Tin* in, int stride, void* ws, con
   return Status::Ok();
 }
 
+// Backward of level l >= 2; Tc is the type of the level-(l-1) chains (T at level 1, else float).
+template <typename Tc>
+Status backward_level(const WtconvPlan& plan, int l, const WtconvParams& prm, void* ws, cudaStream_t stream) {
+  BwdLevelArgs<Tc> a;
+  a.xin = ws_at<Tc>(ws, plan.bwd_x[l - 1]);
+  a.gin = ws_at<Tc>(ws, plan.bwd_g[l - 1]);
+  a.dxin = l == plan.L ? nullptr : ws_at<float>(ws, plan.bwd_dx[l]);
+  a.dxout = ws_at<Tc>(ws, plan.bwd_dx[l - 1]);
+  a.weight = prm.level_weight[l - 1];
+  a.scale = prm.level_scale[l - 1];
+  a.partial = ws_at(ws, plan.bwd_part[l]);
+  a.B = int(plan.B); a.C = int(plan.C);
+  a.hin = int(plan.hl[l - 1]); a.win = int(plan.wl[l - 1]);
+  a.hq = int(plan.hl[l]); a.wq = int(plan.wl[l]); a.k = plan.k;
+  a.g = geom_of(plan.bwd_level[l]);
+  return cuda_status(launch_backward_level(a, plan.bwd_level[l].smem, stream), "wtconv backward level launch");
+}
+
 template <typename T>
 Status forward_typed(const WtconvPlan& plan, const T* x, const WtconvParams& prm, T* y, void* ws,
                      cudaStream_t stream) {
-  Status st = ll_chain<T>(plan, x, 1, ws, plan.fwd_x, stream);
+  Status st = ll_chain<T, float>(plan, x, 1, ws, plan.fwd_x, stream);
   if (!st.ok()) return st;
   for (int l = plan.L; l >= 2; --l) {
     FwdLevelArgs a;
@@ -84,30 +106,18 @@ Status forward_typed(const WtconvPlan& plan, const T* x, const WtconvParams& prm
 template <typename T>
 Status backward_typed(const WtconvPlan& plan, const T* dy, const T* x, const WtconvParams& prm, T* dx,
                       const WtconvParamGrads& grads, void* ws, cudaStream_t stream) {
-  Status st = ll_chain<T>(plan, x, 1, ws, plan.bwd_x, stream);
+  Status st = ll_chain<T, T>(plan, x, 1, ws, plan.bwd_x, stream);
   if (!st.ok()) return st;
-  st = ll_chain<T>(plan, dy, plan.stride, ws, plan.bwd_g, stream);
+  st = ll_chain<T, T>(plan, dy, plan.stride, ws, plan.bwd_g, stream);
   if (!st.ok()) return st;
   for (int l = plan.L; l >= 2; --l) {
-    BwdLevelArgs a;
-    a.xin = ws_at(ws, plan.bwd_x[l - 1]);
-    a.gin = ws_at(ws, plan.bwd_g[l - 1]);
-    a.dxin = l == plan.L ? nullptr : ws_at(ws, plan.bwd_dx[l]);
-    a.dxout = ws_at(ws, plan.bwd_dx[l - 1]);
-    a.weight = prm.level_weight[l - 1];
-    a.scale = prm.level_scale[l - 1];
-    a.partial = ws_at(ws, plan.bwd_part[l]);
-    a.B = int(plan.B); a.C = int(plan.C);
-    a.hin = int(plan.hl[l - 1]); a.win = int(plan.wl[l - 1]);
-    a.hq = int(plan.hl[l]); a.wq = int(plan.wl[l]); a.k = plan.k;
-    a.g = geom_of(plan.bwd_level[l]);
-    cudaError_t e = launch_backward_level(a, plan.bwd_level[l].smem, stream);
-    if (e != cudaSuccess) return cuda_status(e, "wtconv backward level launch");
+    st = l == 2 ? backward_level<T>(plan, l, prm, ws, stream) : backward_level<float>(plan, l, prm, ws, stream);
+    if (!st.ok()) return st;
   }
   {
     BwdBaseArgs<T> a;
     a.dy = dy; a.x = x;
-    a.dxin = plan.L >= 2 ? ws_at(ws, plan.bwd_dx[1]) : nullptr;
+    a.dxin = plan.L >= 2 ? ws_at<T>(ws, plan.bwd_dx[1]) : nullptr;
     a.dx = dx;
     a.w0 = prm.base_weight; a.s0 = prm.base_scale;
     a.w1 = prm.level_weight[0]; a.s1 = prm.level_scale[0];

@@ -7,21 +7,23 @@
 namespace winconv {
 namespace wtconv_detail {
 
+template <typename Tfirst>
 struct CascadeGeom {
   int64_t in_plane_h, in_plane_w;  // physical plane of `in` (dy: the strided output grid)
   int64_t planes;
   int hin, win, stride, levels, lt, np;  // T = 1 << lt
   bool vec4;                             // 4-element loads (see launch_haar_cascade)
   FastDivmod per_group, tiles_x;         // block -> (plane group, tile row, tile column)
-  float* out[5];
+  Tfirst* first;   // out level a+1
+  float* deeper[4];  // levels a+2..a+levels
   int hout[5], wout[5];
 };
 
 // Index math is shifts and masks (T is a power of two) and the block decode uses FastDivmod: the
 // kernel moves 4-6 bytes per element, so a hardware-less integer divide per element made it
 // instruction-bound at a fifth of the copy bandwidth.
-template <typename Tin>
-__global__ void __launch_bounds__(kBlockThreads) haar_cascade_kernel(const Tin* __restrict__ in, CascadeGeom g) {
+template <typename Tin, typename Tfirst>
+__global__ void __launch_bounds__(kBlockThreads) haar_cascade_kernel(const Tin* __restrict__ in, CascadeGeom<Tfirst> g) {
   extern __shared__ float smem[];
   const int lt = g.lt, T = 1 << lt, TT = T * T;
   float* buf0 = smem;
@@ -83,19 +85,24 @@ __global__ void __launch_bounds__(kBlockThreads) haar_cascade_kernel(const Tin* 
       buf1[e] = ll;
       const int64_t plane = plane0 + p;
       const int y = oy + yy, x = ox + xx;
-      if (plane < g.planes && y < g.hout[j] && x < g.wout[j])
-        g.out[j][plane * g.hout[j] * g.wout[j] + int64_t(y) * g.wout[j] + x] = ll;
+      if (plane < g.planes && y < g.hout[j] && x < g.wout[j]) {
+        const int64_t at = plane * g.hout[j] * g.wout[j] + int64_t(y) * g.wout[j] + x;
+        if (j == 0) g.first[at] = from_float<Tfirst>(ll);
+        else g.deeper[j - 1][at] = ll;
+      }
     }
     float* t = buf0; buf0 = buf1; buf1 = t;
     ls = ln;
   }
 }
 
-template <typename Tin>
+template <typename Tin, typename Tfirst>
 cudaError_t launch_haar_cascade(const Tin* in, int stride, int64_t in_plane_h, int64_t in_plane_w,
-                                int64_t planes, int64_t hin, int64_t win, int levels, float* const* out,
-                                const int64_t* hout, const int64_t* wout, cudaStream_t stream) {
-  CascadeGeom g;
+                                int64_t planes, int64_t hin, int64_t win, int levels, Tfirst* first,
+                                float* const* deeper, const int64_t* hout, const int64_t* wout,
+                                cudaStream_t stream) {
+  CascadeGeom<Tfirst> g;
+  g.first = first;
   g.in_plane_h = in_plane_h; g.in_plane_w = in_plane_w; g.planes = planes;
   g.hin = int(hin); g.win = int(win); g.stride = stride; g.levels = levels;
   // Smallest power-of-two tile that covers the plane and 2^levels, at most 32.
@@ -115,23 +122,27 @@ cudaError_t launch_haar_cascade(const Tin* in, int stride, int64_t in_plane_h, i
   g.per_group = FastDivmod(uint32_t(tiles_y) * uint32_t(tiles_x));
   g.tiles_x = FastDivmod(uint32_t(tiles_x));
   for (int j = 0; j < 5; ++j) {
-    g.out[j] = j < levels ? out[j] : nullptr;
+    if (j > 0) g.deeper[j - 1] = j < levels ? deeper[j - 1] : nullptr;
     g.hout[j] = j < levels ? int(hout[j]) : 0;
     g.wout[j] = j < levels ? int(wout[j]) : 0;
   }
   const int64_t blocks = (planes + np - 1) / np * tiles_y * tiles_x;
   const size_t smem = size_t(2) * np * T * T * sizeof(float);
-  haar_cascade_kernel<Tin><<<unsigned(blocks), kBlockThreads, smem, stream>>>(in, g);
+  haar_cascade_kernel<Tin, Tfirst><<<unsigned(blocks), kBlockThreads, smem, stream>>>(in, g);
   return cudaGetLastError();
 }
 
-template cudaError_t launch_haar_cascade<float>(const float*, int, int64_t, int64_t, int64_t, int64_t, int64_t, int,
-                                                float* const*, const int64_t*, const int64_t*, cudaStream_t);
-template cudaError_t launch_haar_cascade<__half>(const __half*, int, int64_t, int64_t, int64_t, int64_t, int64_t, int,
-                                                 float* const*, const int64_t*, const int64_t*, cudaStream_t);
-template cudaError_t launch_haar_cascade<__nv_bfloat16>(const __nv_bfloat16*, int, int64_t, int64_t, int64_t, int64_t,
-                                                        int64_t, int, float* const*, const int64_t*, const int64_t*,
-                                                        cudaStream_t);
+// The forward keeps float chains; the backward stores level 1 in the activation type.
+#define WINCONV_CASCADE(TIN, TFIRST)                                                                        \
+  template cudaError_t launch_haar_cascade<TIN, TFIRST>(const TIN*, int, int64_t, int64_t, int64_t, int64_t, \
+                                                        int64_t, int, TFIRST*, float* const*, const int64_t*, \
+                                                        const int64_t*, cudaStream_t);
+WINCONV_CASCADE(float, float)
+WINCONV_CASCADE(__half, float)
+WINCONV_CASCADE(__nv_bfloat16, float)
+WINCONV_CASCADE(__half, __half)
+WINCONV_CASCADE(__nv_bfloat16, __nv_bfloat16)
+#undef WINCONV_CASCADE
 
 }  // namespace wtconv_detail
 }  // namespace winconv

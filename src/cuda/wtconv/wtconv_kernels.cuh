@@ -13,10 +13,12 @@ namespace wtconv_detail {
 
 // Raw LL chain: from a plane of `in` (level a, size hin x win; for the first level of the dy
 // cascade `in` is dy on the strided output grid, read as the zero-filled full-resolution D)
-// write levels a+1..a+levels to out[0..levels-1]. levels <= 5.
-template <typename Tin>
+// write level a+1 to `first` (as Tfirst) and levels a+2..a+levels to deeper[0..levels-2] (float).
+// levels <= 5.
+template <typename Tin, typename Tfirst>
 cudaError_t launch_haar_cascade(const Tin* in, int stride, int64_t in_plane_h, int64_t in_plane_w,
-                                int64_t planes, int64_t hin, int64_t win, int levels, float* const* out,
+                                int64_t planes, int64_t hin, int64_t win, int levels, Tfirst* first,
+                                float* const* deeper,
                                 const int64_t* hout, const int64_t* wout, cudaStream_t stream);
 
 struct FwdLevelArgs {
@@ -51,11 +53,15 @@ struct FwdBaseArgs {
 template <typename T>
 cudaError_t launch_forward_base(const FwdBaseArgs<T>& a, size_t smem, cudaStream_t stream);
 
+// Tc: the type of the level-(l-1) chains. The backward stores its level-1 chains (X_1, G_1, dX_1,
+// three quarter-size planes per input plane, the training step's largest temporaries) in the
+// activation type, and deeper levels in float, whose small grids make few-term gradient sums.
+template <typename Tc>
 struct BwdLevelArgs {
-  const float* xin;   // X_{l-1}
-  const float* gin;   // LL chain of G at level l-1 (G_0 = D is never needed here)
+  const Tc* xin;      // X_{l-1}
+  const Tc* gin;      // LL chain of G at level l-1 (G_0 = D is never needed here)
   const float* dxin;  // dX_l or null at the deepest level
-  float* dxout;       // dX_{l-1}
+  Tc* dxout;          // dX_{l-1}
   const float* weight;
   const float* scale;
   float* partial;     // [C][splits][4kk]
@@ -63,13 +69,14 @@ struct BwdLevelArgs {
   TileGeom g;
   FastDivmod plane, row, cell, col, strips;  // as in FwdLevelArgs
 };
-cudaError_t launch_backward_level(const BwdLevelArgs& a, size_t smem, cudaStream_t stream);
+template <typename Tc>
+cudaError_t launch_backward_level(const BwdLevelArgs<Tc>& a, size_t smem, cudaStream_t stream);
 
 template <typename T>
 struct BwdBaseArgs {
   const T* dy;
   const T* x;
-  const float* dxin;  // dX_1 or null when L == 1
+  const T* dxin;  // dX_1 or null when L == 1
   T* dx;
   const float *w0, *s0, *w1, *s1;
   float* partial;     // [C][splits][kk + 1 + 4kk]

@@ -36,7 +36,10 @@ struct WtconvPlan {
   int64_t hl[kWtconvMaxLevels + 1] = {}, wl[kWtconvMaxLevels + 1] = {};  // level grids; [0] = H, W
   // Forward: X_1..X_{L-1} (raw LL chain), R_1..R_{L-1} (synthesised deeper levels).
   size_t fwd_x[kWtconvMaxLevels + 1] = {}, fwd_r[kWtconvMaxLevels + 1] = {}, fwd_bytes = 0;
-  // Backward: X chain, LL chain of G = Haar cascade of dy, dX_1..dX_{L-1}, gradient partials.
+  // Backward: X chain, LL chain of G = Haar cascade of dy, dX_1..dX_{L-1} (level 1 of all three
+  // stored in the activation type, chain_bytes per element; deeper levels in float), gradient
+  // partials.
+  size_t chain_bytes = 4;
   size_t bwd_x[kWtconvMaxLevels + 1] = {}, bwd_g[kWtconvMaxLevels + 1] = {},
          bwd_dx[kWtconvMaxLevels + 1] = {}, bwd_part[kWtconvMaxLevels + 1] = {}, bwd_bytes = 0;
   WtconvTile fwd_base, bwd_base;                              // base + level 1
@@ -172,7 +175,10 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p) {
     plan.wl[l] = (plan.wl[l - 1] + 1) / 2;
   }
   const int64_t planes = plan.B * plan.C;
-  auto level_bytes = [&](int l) { return align_up(size_t(planes * plan.hl[l] * plan.wl[l]) * 4, kWorkspaceAlign); };
+  plan.chain_bytes = p.precision == Precision::kFP32 ? 4 : 2;
+  auto level_bytes = [&](int l, size_t elem = 4) {
+    return align_up(size_t(planes * plan.hl[l] * plan.wl[l]) * elem, kWorkspaceAlign);
+  };
   const int kk = plan.k * plan.k;
 
   plan.fwd_base = pick_fwd_base_tile(plan.B, plan.C, plan.Ho, plan.Wo, plan.k, plan.stride);
@@ -188,9 +194,10 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p) {
   plan.fwd_bytes = off;
 
   off = 0;
-  for (int l = 1; l < plan.L; ++l) { plan.bwd_x[l] = off; off += level_bytes(l); }
-  for (int l = 1; l < plan.L; ++l) { plan.bwd_g[l] = off; off += level_bytes(l); }
-  for (int l = 1; l < plan.L; ++l) { plan.bwd_dx[l] = off; off += level_bytes(l); }
+  auto chain_level_bytes = [&](int l) { return level_bytes(l, l == 1 ? plan.chain_bytes : 4); };
+  for (int l = 1; l < plan.L; ++l) { plan.bwd_x[l] = off; off += chain_level_bytes(l); }
+  for (int l = 1; l < plan.L; ++l) { plan.bwd_g[l] = off; off += chain_level_bytes(l); }
+  for (int l = 1; l < plan.L; ++l) { plan.bwd_dx[l] = off; off += chain_level_bytes(l); }
   // Partials: [C][splits][kk + 1 + 4kk] for the base kernel (slot 1), [C][splits][4kk] per level.
   plan.bwd_part[1] = off;
   off += align_up(size_t(plan.C) * plan.bwd_base.splits * (5 * kk + 1) * 4, kWorkspaceAlign);
@@ -203,8 +210,9 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p) {
 }
 
 // HBM bytes one forward / one backward moves (docs/wtconv.md, "Bytes moved per step"): every
-// activation read or written once, the fp32 LL chains and residuals written and read once, the
-// gradient partials written and read once; halo re-reads (served mostly by L2) not counted.
+// activation read or written once, the LL chains (float; the backward's level 1 in the activation
+// type) and residuals written and read once, the gradient partials written and read once; halo
+// re-reads (served mostly by L2) not counted.
 inline void plan_io_bytes(const WtconvPlan& plan, size_t e, uint64_t* forward, uint64_t* backward) {
   const uint64_t planes = uint64_t(plan.B * plan.C);
   auto n = [&](int l) { return planes * uint64_t(plan.hl[l]) * uint64_t(plan.wl[l]); };
@@ -215,11 +223,12 @@ inline void plan_io_bytes(const WtconvPlan& plan, size_t e, uint64_t* forward, u
   uint64_t fwd = N * e + No * e, bwd = (2 * N + No) * e;  // base kernels
   if (L >= 2) {
     fwd += N * e + 4 * chain + 4 * n(1);          // cascade of x; the base kernel reads R_1
-    bwd += (N + No) * e + 8 * chain + 4 * n(1);   // cascades of x and dy; dX_1
+    // cascades of x and dy (level 1 in e bytes, deeper in 4); the base kernel reads dX_1
+    bwd += (N + No) * e + 2 * (e * n(1) + 4 * (chain - n(1))) + e * n(1);
   }
   for (int l = 2; l <= L; ++l) {
     fwd += 4 * (2 * n(l - 1) + (l < L ? n(l) : 0));
-    bwd += 4 * (3 * n(l - 1) + (l < L ? n(l) : 0));
+    bwd += (l == 2 ? e : 4) * 3 * n(l - 1) + (l < L ? 4 * n(l) : 0);
   }
   const int kk = plan.k * plan.k;
   uint64_t partials = uint64_t(plan.C) * plan.bwd_base.splits * (5 * kk + 1);
