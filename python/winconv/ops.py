@@ -273,7 +273,9 @@ def wtconv2d(
     Under torch.autocast the activation runs in the autocast dtype, as a convolution would,
     while the parameters and the kernels' accumulation stay in float32.
     """
-    if (isinstance(x, Tensor) and x.is_cuda and type(stride) is int and isinstance(level_weights, (list, tuple))
+    # Compile and tracing checks first: torch.compile must not trace into the library loader.
+    if (not torch.compiler.is_compiling() and not torch.jit.is_tracing() and isinstance(x, Tensor) and x.is_cuda
+            and type(stride) is int and isinstance(level_weights, (list, tuple))
             and isinstance(level_scales, (list, tuple))):
         op = eager_op()
         if op is not None:
