@@ -224,10 +224,11 @@ class _NativeWtconv2d(torch.autograd.Function):
 
 def _eager_eligible(x: Tensor, params) -> bool:
     """Whether the fused kernels can take this call eagerly: a CUDA input of a kernel dtype,
-    contiguous float32 parameters, not under torch.compile or TorchScript tracing."""
-    if not x.is_cuda or x.dtype not in _NATIVE_INPUT_DTYPES or x.numel() == 0:
-        return False
+    contiguous float32 parameters, not under torch.compile or TorchScript tracing (checked
+    first: torch.compile must not trace into the library loaders)."""
     if torch.compiler.is_compiling() or torch.jit.is_tracing():
+        return False
+    if not x.is_cuda or x.dtype not in _NATIVE_INPUT_DTYPES or x.numel() == 0:
         return False
     return all(p is None or (isinstance(p, Tensor) and p.dtype == torch.float32 and p.is_contiguous())
                for p in params)
@@ -273,25 +274,14 @@ def wtconv2d(
     Under torch.autocast the activation runs in the autocast dtype, as a convolution would,
     while the parameters and the kernels' accumulation stay in float32.
     """
-    # Compile and tracing checks first: torch.compile must not trace into the library loader.
-    if (not torch.compiler.is_compiling() and not torch.jit.is_tracing() and isinstance(x, Tensor) and x.is_cuda
-            and type(stride) is int and isinstance(level_weights, (list, tuple))
-            and isinstance(level_scales, (list, tuple))):
-        op = eager_op()
-        if op is not None:
-            xin = _autocast_input(x)
-            if _eager_eligible(xin, (base_weight, base_bias, base_scale, *level_weights, *level_scales)):
-                try:  # the C++ operator checks every argument itself before it launches
-                    return op(xin.contiguous(), base_weight, base_bias, base_scale, list(level_weights),
-                              list(level_scales), stride)
-                except (RuntimeError, TypeError):
-                    # Raise the same precise ValueError/TypeError as every other path when an
-                    # argument is at fault; anything else (a CUDA error) propagates as it is.
-                    check_parameters(x, base_weight, base_bias, base_scale, level_weights, level_scales, stride)
-                    raise
+    # Checked here, in Python, for every path: the operators then only ever see valid arguments,
+    # and every path raises the same ValueError / TypeError for a bad one.
     check_parameters(x, base_weight, base_bias, base_scale, level_weights, level_scales, stride)
     x = _autocast_input(x).contiguous()
     if _eager_eligible(x, (base_weight, base_bias, base_scale, *level_weights, *level_scales)):
+        op = eager_op()
+        if op is not None:
+            return op(x, base_weight, base_bias, base_scale, list(level_weights), list(level_scales), stride)
         native = native_module()
         if native is not None:
             return _NativeWtconv2d.apply(native, stride, base_bias is not None, len(level_weights), x, base_weight,

@@ -131,7 +131,8 @@ at::Tensor forward_cuda(const at::Tensor& x, const at::Tensor& w0, const std::op
 // Shape-only kernel, so that meta tensors (and tracing tools built on them) see the output size.
 at::Tensor forward_meta(const at::Tensor& x, const at::Tensor&, const std::optional<at::Tensor>&, const at::Tensor&,
                         at::TensorList, at::TensorList, int64_t stride) {
-  TORCH_CHECK(x.dim() == 4 && stride >= 1, "wtconv2d: input must be 4-D and stride >= 1");
+  TORCH_CHECK(x.dim() == 4, "wtconv2d: input must be 4-D (B, C, H, W), got shape ", x.sizes());
+  TORCH_CHECK(stride >= 1, "wtconv2d: stride must be >= 1, got ", stride);
   return at::empty({x.size(0), x.size(1), (x.size(2) + stride - 1) / stride, (x.size(3) + stride - 1) / stride},
                    x.options());
 }

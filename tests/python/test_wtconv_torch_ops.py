@@ -8,6 +8,9 @@ torch; scripts/gpu-check sets WINCONV_REQUIRE_TORCH_OPS=1 so that there they fai
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -153,3 +156,37 @@ def test_bad_arguments_raise_the_python_errors(bad, error):
         wl = [torch.randn(4 * c, 1, 4, 4, device="cuda")]
     with pytest.raises(error):
         winconv.wtconv2d(x, w0, b0, s0, wl, sl, stride)
+
+
+OPERATOR_ERRORS = r"""
+import torch, winconv
+from winconv import _torch_ops
+op = _torch_ops.eager_op()
+assert op is not None, winconv.torch_ops_status()
+c = lambda *s: torch.zeros(*s, device="cuda")
+args = [c(2, 8, 9, 7), c(8, 1, 5, 5), c(8), c(1, 8, 1, 1), [c(32, 1, 5, 5)], [c(1, 32, 1, 1)]]
+cases = [(args, 0, "stride must be >= 1, got 0"),
+         (args[:4] + [[c(32, 1, 5, 3)], args[5]], 1, "level_weights[0] must have shape"),
+         ([c(2, 9, 9, 7)] + args[1:], 1, "base_weight must have shape")]
+for bad, stride, expect in cases:
+    for grad_mode in (True, False):
+        with torch.set_grad_enabled(grad_mode):
+            try:
+                op(*bad, stride)
+                raise SystemExit("no error for: " + expect)
+            except RuntimeError as exc:
+                assert expect in str(exc), exc
+print("ok")
+"""
+
+
+def test_operator_argument_errors_reach_python():
+    """Called directly, the operator's own checks raise RuntimeError with the message. Run in a
+    separate process, so that a crash on this path is reported as a failure."""
+    _gpu_op()
+    python_dir = str(Path(__file__).resolve().parents[2] / "python")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [python_dir, os.environ.get("PYTHONPATH")])))
+    run = subprocess.run([sys.executable, "-c", OPERATOR_ERRORS], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0 and "ok" in run.stdout, (run.returncode, run.stdout[-1000:], run.stderr[-3000:])
+
