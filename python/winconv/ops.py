@@ -223,15 +223,14 @@ class _NativeWtconv2d(torch.autograd.Function):
 
 
 def _eager_eligible(x: Tensor, params) -> bool:
-    """Whether the fused kernels can take this call eagerly: a CUDA input of a kernel dtype,
-    contiguous float32 parameters, not under torch.compile or TorchScript tracing (checked
-    first: torch.compile must not trace into the library loaders)."""
+    """Whether the fused kernels can take this call eagerly (arguments already checked): a CUDA
+    input of a kernel dtype, contiguous float32 parameters, not under torch.compile or
+    TorchScript tracing (checked first: torch.compile must not trace into the library loaders)."""
     if torch.compiler.is_compiling() or torch.jit.is_tracing():
         return False
     if not x.is_cuda or x.dtype not in _NATIVE_INPUT_DTYPES or x.numel() == 0:
         return False
-    return all(p is None or (isinstance(p, Tensor) and p.dtype == torch.float32 and p.is_contiguous())
-               for p in params)
+    return all(p is None or (p.dtype == torch.float32 and p.is_contiguous()) for p in params)
 
 
 # ---------------------------------------------------------------------------------------
