@@ -21,9 +21,10 @@ __global__ void __launch_bounds__(kBlockThreads, 3) backward_base_kernel(BwdBase
   const int eh = th + 2 * r, ew = tw + 2 * r, plane = eh * ew;
   const int ph = 2 * eh, pw = 2 * ew, pplane = ph * pw;
   const int jobs = 8 * k, parts = kBlockThreads / jobs;
-  float* w0f = smem;                  // kk: s0 * W0 flipped
-  float* w1f = w0f + kk;              // 4kk: s1 * W1 flipped
-  float* xs = w1f + 4 * kk;           // np x pplane
+  const int fs = filter_stride(k);
+  float* w0f = smem;                  // s0 * W0 flipped
+  float* w1f = w0f + fs;              // 4 filters s1 * W1 flipped, fs apart
+  float* xs = w1f + 4 * fs;           // np x pplane (16-byte aligned: paired correlation loads)
   float* ds = xs + np * pplane;       // np x pplane
   float* ys = ds + np * pplane;       // np x 4 x plane
   float* gs = ys + np * 4 * plane;    // np x 4 x plane
@@ -37,7 +38,7 @@ __global__ void __launch_bounds__(kBlockThreads, 3) backward_base_kernel(BwdBase
       w0f[i] = s0 * a.w0[int64_t(c) * kk + (kk - 1 - i)];
     } else {
       const int e = i - kk, t = e / kk, ij = e % kk;
-      w1f[e] = a.s1[4 * c + t] * a.w1[int64_t(4 * c + t) * kk + (kk - 1 - ij)];
+      w1f[t * fs + ij] = a.s1[4 * c + t] * a.w1[int64_t(4 * c + t) * kk + (kk - 1 - ij)];
     }
   }
   // Correlation jobs: [0, 4k) level 1 (subband, kernel row); [4k, 8k) base (row quarter, kernel row).
@@ -140,15 +141,16 @@ __global__ void __launch_bounds__(kBlockThreads, 3) backward_base_kernel(BwdBase
           if (b >= a.B || x >= a.W || y0 >= a.H) continue;
           float acc[R];
           conv_column_strip<K, R>(w0f, ds + p * pplane + (j.row0 + r) * pw + (j.col + r), pw, ph - (j.row0 + r), acc);
-          T* dxp = a.dx + (int64_t(b) * a.C + c) * a.H * a.W + x;
-          const int tx = j.col >> 1;
+          // Pixel rows [y0, y0 + n), y0 even: two rows of one coefficient row share its dz loads.
+          const int n = min(min(R, pth - j.row0), a.H - y0), dzplane = th * tw;
+          const float* dp = dz + (p * 4 * th + (j.row0 >> 1)) * tw + (j.col >> 1);
+          T* dxp = a.dx + ((int64_t(b) * a.C + c) * a.H + y0) * a.W + x;
 #pragma unroll
-          for (int o = 0; o < R; ++o) {
-            const int yy = j.row0 + o, y = y0 + o;
-            if (yy >= pth || y >= a.H) break;
-            const float* dp = dz + (p * 4 * th + (yy >> 1)) * tw + tx;
-            const float d[4] = {dp[0], dp[th * tw], dp[2 * th * tw], dp[3 * th * tw]};
-            dxp[int64_t(y) * a.W] = from_float<T>(acc[o] + 0.5f * synth_child(d, yy & 1, j.col & 1));
+          for (int o = 0; o < R; o += 2, dp += tw, dxp += 2 * int64_t(a.W)) {
+            if (o >= n) break;
+            const float d[4] = {dp[0], dp[dzplane], dp[2 * dzplane], dp[3 * dzplane]};
+            dxp[0] = from_float<T>(acc[o] + 0.5f * synth_child(d, 0, j.col & 1));
+            if (o + 1 < n) dxp[a.W] = from_float<T>(acc[o + 1] + 0.5f * synth_child(d, 1, j.col & 1));
           }
         }
       };
@@ -164,7 +166,7 @@ __global__ void __launch_bounds__(kBlockThreads, 3) backward_base_kernel(BwdBase
         float d[4];
 #pragma unroll
         for (int t = 0; t < 4; ++t)
-          d[t] = conv_window<K>(w1f + t * kk, gs + (p * 4 + t) * plane + ty * ew + tx, ew, k);
+          d[t] = conv_window<K>(w1f + t * fs, gs + (p * 4 + t) * plane + ty * ew + tx, ew, k);
         const int64_t pl = int64_t(b) * a.C + c;
         if (a.dxin) d[0] += to_float(a.dxin[pl * a.h1 * a.w1g + int64_t(qy) * a.w1g + qx]);
 #pragma unroll

@@ -39,15 +39,8 @@ __global__ void __launch_bounds__(kBlockThreads) backward_level_kernel(BwdLevelA
   item_range(a.g.items, a.g.splits, split, &begin, &end);
   for (int64_t item = begin; item < end; ++item) {
     const ItemPos pos = decode_item(a.g, item);
-    // dX_l of this thread's first synthesis coefficient, loaded now so that its latency overlaps
-    // the staging and the convs instead of stalling the synthesis.
-    float res_first = 0.f;
-    if (a.dxin && threadIdx.x < np * th * tw) {
-      const Pos3 q = split3(threadIdx.x, a.cell, a.col);
-      const int b = pos.b0 + q.p, qy = pos.y0 + q.y, qx = pos.x0 + q.x;
-      if (b < a.B && qy < a.hq && qx < a.wq)
-        res_first = a.dxin[(int64_t(b) * a.C + c) * a.hq * a.wq + int64_t(qy) * a.wq + qx];
-    }
+    // dX_l of this thread's first synthesis coefficient, loaded before the staging.
+    const float res_first = first_residual(a.dxin, pos, np * th * tw, a.cell, a.col, a.B, a.C, c, a.hq, a.wq);
     __syncthreads();
     struct Blocks { float4 x, g; };  // the 2x2 blocks of X_{l-1} and G_{l-1}[LL]
     stage_tile<2>(

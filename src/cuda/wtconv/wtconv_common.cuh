@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "cuda/common/fast_divmod.cuh"
+#include "wtconv_plan.h"
 
 namespace winconv {
 namespace wtconv_detail {
@@ -64,15 +65,46 @@ __device__ __forceinline__ float conv_window(const float* w, const float* src, i
 // The window is a ring indexed modulo K inside a fully unrolled chunk of K positions, so it is
 // register renaming rather than K - 1 moves per position; the last n % K positions shift it.
 // kSum also adds g[0..n) into *gsum in order (the bias gradient rides on the same loads).
+// When y and g are 8-byte aligned, positions go in pairs: one 8-byte load of g and one of the two
+// new window inputs per pair (the ring is then K + 1 long, a chunk K + 1 positions), i.e. one
+// shared load per position instead of two; the summation order is the same.
 template <int K, bool kSum = false>
 __device__ __forceinline__ void corr_row(float* acc, const float* y, const float* g, int n, int k,
                                          float* gsum = nullptr) {
   if constexpr (K > 0) {
     if (n <= 0) return;
-    float win[K];
-#pragma unroll
-    for (int j = 0; j < K - 1; ++j) win[j] = y[j];
+    constexpr int W = K + 1;
+    float win[W];
     int x = 0;
+    if (((reinterpret_cast<uintptr_t>(y) | reinterpret_cast<uintptr_t>(g)) & 7) == 0 && n >= W) {
+#pragma unroll
+      for (int j = 0; j < K - 1; j += 2) {
+        const float2 v = *reinterpret_cast<const float2*>(y + j);
+        win[j] = v.x;
+        win[j + 1] = v.y;
+      }
+      // Invariant at the top of a chunk: win[m] = y[x + m] for m < K - 1, x even.
+      for (; x + W <= n; x += W) {
+#pragma unroll
+        for (int u = 0; u < W; u += 2) {
+          const float2 yv = *reinterpret_cast<const float2*>(y + x + u + K - 1);
+          win[(u + K - 1) % W] = yv.x;
+          win[(u + K) % W] = yv.y;
+          const float2 gv = *reinterpret_cast<const float2*>(g + x + u);
+          if constexpr (kSum) {
+            *gsum += gv.x;
+            *gsum += gv.y;
+          }
+#pragma unroll
+          for (int j = 0; j < K; ++j) acc[j] = fmaf(win[(u + j) % W], gv.x, acc[j]);
+#pragma unroll
+          for (int j = 0; j < K; ++j) acc[j] = fmaf(win[(u + 1 + j) % W], gv.y, acc[j]);
+        }
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < K - 1; ++j) win[j] = y[j];
+    }
     // Invariant at the top of a chunk: win[m] = y[x + m] for m < K - 1.
     for (; x + K <= n; x += K) {
 #pragma unroll
@@ -118,21 +150,20 @@ __host__ __device__ constexpr int strip_rows(int k, int rows) { return (k == 3 |
 // K*K + (R+K-1)*K shared loads for R outputs instead of 2*K*K per output. Neighbouring lanes take
 // neighbouring columns, so the loads are conflict-free. The per-output summation order (i, then j)
 // is that of conv_window, so results are bit-identical to it. Input rows at or past `rows_left`
-// are clamped to the last valid row: they only feed outputs the caller discards.
-template <int K, int R>
-__device__ __forceinline__ void conv_column_strip(const float* w, const float* src, int pitch, int rows_left,
-                                                  float (&acc)[R]) {
-  float wr[K * K];
-#pragma unroll
-  for (int i = 0; i < K * K; ++i) wr[i] = w[i];
-#pragma unroll
-  for (int o = 0; o < R; ++o) acc[o] = 0.f;
+// are clamped to the last valid row: they only feed outputs the caller discards. A full strip
+// (the common case) skips the clamp, so each row costs one pointer step and K immediate-offset
+// loads rather than a compare, a select and a multiply-add of the row index.
+template <int K, int R, bool kClamp>
+__device__ __forceinline__ void conv_column_strip_rows(const float (&wr)[K * K], const float* src, int pitch,
+                                                       int rows_left, float (&acc)[R]) {
 #pragma unroll
   for (int ii = 0; ii < R + K - 1; ++ii) {
-    const int row = ii < rows_left ? ii : rows_left - 1;
+    const float* row = src;
+    if constexpr (kClamp) row += (ii < rows_left ? ii : rows_left - 1) * pitch;
+    else row += ii * pitch;
     float in[K];
 #pragma unroll
-    for (int j = 0; j < K; ++j) in[j] = src[row * pitch + j];
+    for (int j = 0; j < K; ++j) in[j] = row[j];
 #pragma unroll
     for (int o = 0; o < R; ++o) {
       const int i = ii - o;
@@ -142,6 +173,30 @@ __device__ __forceinline__ void conv_column_strip(const float* w, const float* s
       }
     }
   }
+}
+template <int K, int R>
+__device__ __forceinline__ void conv_column_strip(const float* w, const float* src, int pitch, int rows_left,
+                                                  float (&acc)[R]) {
+  float wr[K * K];
+  if ((reinterpret_cast<uintptr_t>(w) & 15) == 0) {  // the base kernels' filters (filter_stride)
+#pragma unroll
+    for (int i = 0; i + 4 <= K * K; i += 4) {
+      const float4 v = *reinterpret_cast<const float4*>(w + i);
+      wr[i] = v.x;
+      wr[i + 1] = v.y;
+      wr[i + 2] = v.z;
+      wr[i + 3] = v.w;
+    }
+#pragma unroll
+    for (int i = K * K / 4 * 4; i < K * K; ++i) wr[i] = w[i];
+  } else {
+#pragma unroll
+    for (int i = 0; i < K * K; ++i) wr[i] = w[i];
+  }
+#pragma unroll
+  for (int o = 0; o < R; ++o) acc[o] = 0.f;
+  if (rows_left >= R + K - 1) conv_column_strip_rows<K, R, false>(wr, src, pitch, rows_left, acc);
+  else conv_column_strip_rows<K, R, true>(wr, src, pitch, rows_left, acc);
 }
 
 // Decomposition of a strip job index: column fastest (conflict-free loads), then strip, then
@@ -285,12 +340,28 @@ __device__ __forceinline__ ItemPos decode_item(const TileGeom& g, int64_t item) 
   return p;
 }
 
+// The level-grid value (forward R_l, backward dX_l; hq x wq planes, channel c) at this thread's
+// first synthesis coefficient of an item (tile cells: plane x rows x cols, divisors `cell` =
+// rows * cols and `col` = cols), or 0 without a grid or outside it. The level kernels load it
+// before staging so that its latency overlaps the staging and the convs instead of stalling the
+// synthesis.
+__device__ __forceinline__ float first_residual(const float* grid, const ItemPos& pos, int cells,
+                                                const FastDivmod& cell, const FastDivmod& col, int B, int C,
+                                                int c, int hq, int wq) {
+  if (grid == nullptr || int(threadIdx.x) >= cells) return 0.f;
+  const Pos3 q = split3(threadIdx.x, cell, col);
+  const int b = pos.b0 + q.p, qy = pos.y0 + q.y, qx = pos.x0 + q.x;
+  if (b >= B || qy >= hq || qx >= wq) return 0.f;
+  return grid[(int64_t(b) * C + c) * hq * wq + int64_t(qy) * wq + qx];
+}
+
 // The level-1 subband convolutions of one item in the base kernels (forward: Z_1 from Y_1 plus
 // R_1; backward: dY_1 from G_1 plus dX_1). Job e = (column, strip of R rows, slot = p * 4 +
-// subband): dst[slot][row][col] = conv of src's subband plane with w[subband] (+ the residual at
-// LL). The residual grid (h1 x w1, plane p at res0 + p * res_pstride, origin (oy, ox)) is read
-// before the convolution so its latency hides behind the arithmetic; a warp's jobs share one
-// subband whenever cols * strips >= 32, so the LL-only branch does not diverge.
+// subband): dst[slot][row][col] = conv of src's subband plane with the filter of the subband at
+// w + subband * filter_stride(K) (+ the residual at LL). The residual grid (h1 x w1, plane p at
+// res0 + p * res_pstride, origin (oy, ox)) is read before the convolution so its latency hides
+// behind the arithmetic; a warp's jobs share one subband whenever cols * strips >= 32, so the
+// LL-only branch does not diverge.
 template <int K, int R, typename Tres>
 __device__ __forceinline__ void subband_conv_phase(int jobs, const FastDivmod& cols, const FastDivmod& strips,
                                                    int out_rows, int out_cols, const float* w, const float* src,
@@ -313,7 +384,7 @@ __device__ __forceinline__ void subband_conv_phase(int jobs, const FastDivmod& c
       }
     }
     float acc[R];
-    conv_column_strip<K, R>(w + t * K * K, src + j.slot * src_plane + j.row0 * src_pitch + j.col, src_pitch,
+    conv_column_strip<K, R>(w + t * filter_stride(K), src + j.slot * src_plane + j.row0 * src_pitch + j.col, src_pitch,
                             src_rows - j.row0, acc);
 #pragma unroll
     for (int o = 0; o < R; ++o) {

@@ -19,9 +19,10 @@ __global__ void __launch_bounds__(kBlockThreads, K == 7 ? 2 : 3) forward_base_ke
   const int qih = fwd_base_coef_extent(s, th), qiw = fwd_base_coef_extent(s, tw);
   const int qh = qih + 2 * r, qw = qiw + 2 * r;
   const int xh = 2 * qh, xw = 2 * qw;
-  float* w0s = smem;                    // kk: s0 * W0
-  float* w1s = w0s + kk;                // 4kk: 0.5 * s1 * W1
-  float* xs = w1s + 4 * kk;             // np x xh x xw
+  const int fs = filter_stride(k);
+  float* w0s = smem;                    // s0 * W0
+  float* w1s = w0s + fs;                // 4 filters 0.5 * s1 * W1, fs apart
+  float* xs = w1s + 4 * fs;             // np x xh x xw
   float* ys = xs + np * xh * xw;        // np x 4 x qh x qw
   float* zs = ys + np * 4 * qh * qw;    // np x 4 x qih x qiw
 
@@ -30,8 +31,8 @@ __global__ void __launch_bounds__(kBlockThreads, K == 7 ? 2 : 3) forward_base_ke
   for (int i = threadIdx.x; i < 5 * kk; i += blockDim.x) {
     if (i < kk) w0s[i] = s0 * a.w0[int64_t(c) * kk + i];
     else {
-      const int e = i - kk;
-      w1s[e] = 0.5f * a.s1[4 * c + e / kk] * a.w1[int64_t(4 * c) * kk + e];
+      const int e = i - kk, t = e / kk;
+      w1s[t * fs + e % kk] = 0.5f * a.s1[4 * c + t] * a.w1[int64_t(4 * c) * kk + e];
     }
   }
 
@@ -99,7 +100,7 @@ __global__ void __launch_bounds__(kBlockThreads, K == 7 ? 2 : 3) forward_base_ke
         float z[4];
 #pragma unroll
         for (int t = 0; t < 4; ++t)
-          z[t] = conv_window<K>(w1s + t * kk, ys + (p * 4 + t) * qh * qw + iy * qw + ix, qw, k);
+          z[t] = conv_window<K>(w1s + t * fs, ys + (p * 4 + t) * qh * qw + iy * qw + ix, qw, k);
         const int b = pos.b0 + p, qy = qay + iy, qx = qax + ix;
         if (a.rin && b < a.B && qy < a.h1 && qx < a.w1g)
           z[0] += a.rin[(int64_t(b) * a.C + c) * a.h1 * a.w1g + int64_t(qy) * a.w1g + qx];
@@ -121,17 +122,27 @@ __global__ void __launch_bounds__(kBlockThreads, K == 7 ? 2 : 3) forward_base_ke
           const int row = oy0 - r - x0y;
           float acc[R];
           conv_column_strip<K ? K : 1, R>(w0s, xs + p * xh * xw + row * xw + (ox - r - x0x), xw, xh - row, acc);
-          T* yp = a.y + (int64_t(b) * a.C + c) * a.Ho * a.Wo + ox;
+          // Output rows [oy0, oy0 + n); two rows of one coefficient row share its four Z loads.
+          const int n = min(min(R, th - j.row0), a.Ho - oy0), zplane = qih * qiw;
+          const float* zp = zs + p * 4 * zplane + ((oy0 >> 1) - qay) * qiw + (ox >> 1) - qax;
+          T* yp = a.y + ((int64_t(b) * a.C + c) * a.Ho + oy0) * a.Wo + ox;
+          if ((oy0 & 1) == 0) {
 #pragma unroll
-          for (int o = 0; o < R; ++o) {
-            const int oy = oy0 + o;
-            if (j.row0 + o >= th || oy >= a.Ho) break;
-            float v = bias + acc[o];
-            const int iy = (oy >> 1) - qay, ix = (ox >> 1) - qax;
-            const float* zp = zs + p * 4 * qih * qiw + iy * qiw + ix;
-            const float z[4] = {zp[0], zp[qih * qiw], zp[2 * qih * qiw], zp[3 * qih * qiw]};
-            v += synth_child(z, oy & 1, ox & 1);
-            yp[int64_t(oy) * a.Wo] = from_float<T>(v);
+            for (int o = 0; o < R; o += 2, zp += qiw, yp += 2 * int64_t(a.Wo)) {
+              if (o >= n) break;
+              const float z[4] = {zp[0], zp[zplane], zp[2 * zplane], zp[3 * zplane]};
+              yp[0] = from_float<T>(bias + acc[o] + synth_child(z, 0, ox & 1));
+              if (o + 1 < n) yp[a.Wo] = from_float<T>(bias + acc[o + 1] + synth_child(z, 1, ox & 1));
+            }
+          } else {  // only when a tile is one row tall
+#pragma unroll
+            for (int o = 0; o < R; ++o) {
+              if (o >= n) break;
+              const int oy = oy0 + o;
+              const float* zo = zp + ((oy >> 1) - (oy0 >> 1)) * qiw;
+              const float z[4] = {zo[0], zo[zplane], zo[2 * zplane], zo[3 * zplane]};
+              yp[int64_t(o) * a.Wo] = from_float<T>(bias + acc[o] + synth_child(z, oy & 1, ox & 1));
+            }
           }
         }
       };

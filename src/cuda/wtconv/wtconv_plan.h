@@ -81,6 +81,10 @@ inline size_t level_smem_floats(bool backward, int k, int th, int tw, int np) {
 #define WTCONV_HOST_DEVICE
 #endif
 
+// Shared-memory stride of one k x k filter in the base kernels: k * k rounded up to 4 floats, so
+// every filter (and the tiles behind the five filters) starts 16-byte aligned for vector loads.
+WTCONV_HOST_DEVICE constexpr int filter_stride(int k) { return (k * k + 3) / 4 * 4; }
+
 // Level-1 coefficients per axis that a forward base tile of t outputs at stride s touches. Exact
 // for stride 1 (tile origins are multiples of t, hence even unless t = 1); a bound otherwise
 // (the first output's coefficient may sit at an odd position).
@@ -93,7 +97,7 @@ inline size_t fwd_base_smem_floats(int k, int s, int th, int tw, int np) {
   const int r = k / 2;
   const int qih = fwd_base_coef_extent(s, th), qiw = fwd_base_coef_extent(s, tw);
   const int qh = qih + 2 * r, qw = qiw + 2 * r;
-  return 5 * k * k + size_t(np) * (4 * qh * qw + 4 * qh * qw + 4 * qih * qiw);
+  return 5 * size_t(filter_stride(k)) + size_t(np) * (4 * qh * qw + 4 * qh * qw + 4 * qih * qiw);
 }
 
 // Backward base + level 1 kernel: coefficient tile th x tw (pixel tile 2th x 2tw).
@@ -101,7 +105,7 @@ inline size_t bwd_base_smem_floats(int k, int th, int tw, int np) {
   const int r = k / 2;
   const size_t eh = th + 2 * r, ew = tw + 2 * r;
   const int parts = kBlockThreads / (8 * k);
-  return 5 * k * k + size_t(np) * (2 * 4 * eh * ew + 2 * 4 * eh * ew + 4 * th * tw) +
+  return 5 * size_t(filter_stride(k)) + size_t(np) * (2 * 4 * eh * ew + 2 * 4 * eh * ew + 4 * th * tw) +
          size_t(parts) * (8 * k * k + 4);
 }
 
