@@ -1,0 +1,157 @@
+// The WTConv launch plan (host-only): every kernel's tile covers its grid, fits its shared-memory
+// budget, and the workspace regions are aligned and disjoint, on random valid problems. The GPU
+// tests only see the shapes they run; the plan decides tiles for every shape a user may pass.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cuda/wtconv/wtconv_plan.h"
+#include "winconv/wtconv.h"
+
+namespace winconv {
+namespace wtconv_detail {
+namespace {
+
+WtconvProblem random_problem(std::mt19937& rng) {
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  // Sizes from 1 to a few thousand, with the small and odd extremes over-represented.
+  auto extent = [&] {
+    switch (pick(0, 3)) {
+      case 0: return pick(1, 9);
+      case 1: return pick(10, 130);
+      case 2: return pick(131, 1100);
+      default: return pick(1100, 4100);
+    }
+  };
+  WtconvProblem p;
+  p.batch = pick(1, 70);
+  p.channels = pick(1, 600);
+  p.height = extent();
+  p.width = extent();
+  p.kernel_size = 2 * pick(0, (kWtconvMaxKernelSize - 1) / 2) + 1;
+  p.levels = pick(1, kWtconvMaxLevels);
+  p.stride = pick(1, 5);
+  const Precision precisions[] = {Precision::kFP32, Precision::kFP16, Precision::kBF16};
+  p.precision = precisions[pick(0, 2)];
+  return p;
+}
+
+std::string describe(const WtconvProblem& p) {
+  return "B" + std::to_string(p.batch) + " C" + std::to_string(p.channels) + " " + std::to_string(p.height) + "x" +
+         std::to_string(p.width) + " k" + std::to_string(p.kernel_size) + " L" + std::to_string(p.levels) + " s" +
+         std::to_string(p.stride) + " e" + std::to_string(p.precision == Precision::kFP32 ? 4 : 2);
+}
+
+void expect_tile_covers(const WtconvTile& t, int64_t B, int64_t C, int64_t gh, int64_t gw, size_t budget,
+                        const std::string& what) {
+  SCOPED_TRACE(what);
+  EXPECT_GE(t.th, 1);
+  EXPECT_GE(t.tw, 1);
+  EXPECT_GE(t.np, 1);
+  EXPECT_GE(int64_t(t.tiles_y) * t.th, gh);
+  EXPECT_GE(int64_t(t.tiles_x) * t.tw, gw);
+  EXPECT_LT(int64_t(t.tiles_y - 1) * t.th, gh);  // no empty tile rows
+  EXPECT_LT(int64_t(t.tiles_x - 1) * t.tw, gw);
+  EXPECT_GE(int64_t(t.bgroups) * t.np, B);
+  EXPECT_EQ(t.items, int64_t(t.tiles_y) * t.tiles_x * t.bgroups);
+  EXPECT_GE(t.splits, 1);
+  EXPECT_LE(t.splits, t.items);
+  EXPECT_LE(C * t.splits, int64_t(INT32_MAX));  // grid.x of a channel-major launch
+  EXPECT_GT(t.smem, 0u);
+  EXPECT_LE(t.smem, budget);
+}
+
+TEST(WtconvPlan, FilterStrideKeepsEveryFilterSixteenByteAligned) {
+  for (int k = 1; k <= kWtconvMaxKernelSize; k += 2) {
+    EXPECT_EQ(filter_stride(k) % 4, 0) << "k=" << k;
+    EXPECT_GE(filter_stride(k), k * k) << "k=" << k;
+    EXPECT_LT(filter_stride(k), k * k + 4) << "k=" << k;
+  }
+}
+
+TEST(WtconvPlan, ForwardBaseCoefficientExtentCoversEveryTile) {
+  // The forward base kernel convolves the level-1 coefficients (s * oy) / 2 of its th outputs,
+  // starting at (s * y0) / 2 for a tile origin y0 = ty * th; fwd_base_coef_extent must bound them.
+  for (int s = 1; s <= 9; ++s)
+    for (int t = 1; t <= 64; ++t)
+      for (int ty = 0; ty < 8; ++ty) {
+        const int y0 = ty * t, first = (s * y0) >> 1;
+        const int last = (s * (y0 + t - 1)) >> 1;
+        EXPECT_LT(last - first, fwd_base_coef_extent(s, t)) << "s=" << s << " t=" << t << " y0=" << y0;
+      }
+}
+
+TEST(WtconvPlan, RandomProblemsTilesCoverGridsAndFitSharedMemory) {
+  std::mt19937 rng(20261129);
+  int planned = 0;
+  for (int n = 0; n < 3000; ++n) {
+    const WtconvProblem p = random_problem(rng);
+    if (!wtconv_validate(p).ok()) continue;
+    ++planned;
+    SCOPED_TRACE(describe(p));
+    const WtconvPlan plan = make_wtconv_plan(p);
+    expect_tile_covers(plan.fwd_base, p.batch, p.channels, plan.Ho, plan.Wo, kSmemBudget, "forward base");
+    expect_tile_covers(plan.bwd_base, p.batch, p.channels, plan.hl[1], plan.wl[1], kSmemBudget, "backward base");
+    for (int l = 2; l <= plan.L; ++l) {
+      expect_tile_covers(plan.fwd_level[l], p.batch, p.channels, plan.hl[l], plan.wl[l], kSmemBudget,
+                         "forward level " + std::to_string(l));
+      expect_tile_covers(plan.bwd_level[l], p.batch, p.channels, plan.hl[l], plan.wl[l], kSmemBudget,
+                         "backward level " + std::to_string(l));
+    }
+    for (int l = 1; l <= plan.L; ++l) {
+      EXPECT_EQ(plan.hl[l], (plan.hl[l - 1] + 1) / 2);
+      EXPECT_EQ(plan.wl[l], (plan.wl[l - 1] + 1) / 2);
+    }
+  }
+  EXPECT_GT(planned, 2000);  // the generator mostly makes valid problems
+}
+
+// Workspace regions [offset, offset + bytes) of one pass, in the order the plan lays them out.
+void expect_disjoint_aligned(std::vector<std::pair<size_t, size_t>> regions, size_t total, const char* what) {
+  SCOPED_TRACE(what);
+  std::sort(regions.begin(), regions.end());
+  size_t end = 0;
+  for (const auto& [off, bytes] : regions) {
+    EXPECT_EQ(off % kWorkspaceAlign, 0u);
+    EXPECT_GE(off, end);
+    EXPECT_GT(bytes, 0u);
+    end = off + bytes;
+  }
+  EXPECT_LE(end, total);
+}
+
+TEST(WtconvPlan, RandomProblemsWorkspaceRegionsAreAlignedAndDisjoint) {
+  std::mt19937 rng(7);
+  for (int n = 0; n < 1000; ++n) {
+    const WtconvProblem p = random_problem(rng);
+    if (!wtconv_validate(p).ok()) continue;
+    SCOPED_TRACE(describe(p));
+    const WtconvPlan plan = make_wtconv_plan(p);
+    const size_t planes = size_t(p.batch * p.channels), kk = size_t(plan.k) * plan.k;
+    auto grid = [&](int l, size_t elem) { return planes * size_t(plan.hl[l]) * size_t(plan.wl[l]) * elem; };
+    std::vector<std::pair<size_t, size_t>> fwd, bwd;
+    for (int l = 1; l < plan.L; ++l) {
+      fwd.push_back({plan.fwd_x[l], grid(l, 4)});
+      fwd.push_back({plan.fwd_r[l], grid(l, 4)});
+      const size_t chain = l == 1 ? plan.chain_bytes : 4;
+      bwd.push_back({plan.bwd_x[l], grid(l, chain)});
+      bwd.push_back({plan.bwd_g[l], grid(l, chain)});
+      bwd.push_back({plan.bwd_dx[l], grid(l, chain)});
+    }
+    bwd.push_back({plan.bwd_part[1], size_t(p.channels) * plan.bwd_base.splits * (5 * kk + 1) * 4});
+    for (int l = 2; l <= plan.L; ++l)
+      bwd.push_back({plan.bwd_part[l], size_t(p.channels) * plan.bwd_level[l].splits * 4 * kk * 4});
+    expect_disjoint_aligned(fwd, plan.fwd_bytes, "forward workspace");
+    expect_disjoint_aligned(bwd, plan.bwd_bytes, "backward workspace");
+    EXPECT_EQ(plan.chain_bytes, p.precision == Precision::kFP32 ? 4u : 2u);
+  }
+}
+
+}  // namespace
+}  // namespace wtconv_detail
+}  // namespace winconv
