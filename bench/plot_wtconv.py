@@ -68,7 +68,8 @@ def summary_markdown(rows, env, table) -> str:
     lines = [
         "# WTConv benchmark",
         "",
-        f"GPU {env['gpu']}, PyTorch {env['torch']} (CUDA {env['cuda']}, cuDNN {env['cudnn']}), {env['date']}; "
+        f"GPU {env['gpu']}, PyTorch {env['torch']} (CUDA {env['cuda']}, cuDNN {env['cudnn']}), {env['date']}, "
+        f"commit {env.get('commit', 'unknown')}; "
         f"winconv kernels: {env['winconv_kernels']} (eager binding: {env.get('eager_binding', 'ctypes')}). Median of {env['iters']} CUDA-event timings after warm-up, "
         f"inputs rotated over > 2x the {env['l2_bytes'] / 2**20:.0f} MiB L2. "
         f"Measured device copy bandwidth (read + write): {env['copy_GBps']:.0f} GB/s.",

@@ -31,6 +31,7 @@ import importlib
 import json
 import math
 import statistics
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -452,6 +453,17 @@ def write_csv(path: Path, columns, results: List[Result], only_measured: bool):
             writer.writerow(r.row(columns))
 
 
+def checkout_commit() -> str:
+    """Short commit of the checkout this script is in, '+dirty' with uncommitted changes; 'unknown'
+    outside git."""
+    try:  # a --match that no tag matches makes describe print the abbreviated commit itself
+        out = subprocess.run(["git", "-C", str(REPO_ROOT), "describe", "--always", "--dirty=+dirty",
+                              "--abbrev=7", "--match=NO_TAGS"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shapes", type=Path, default=None,
@@ -471,7 +483,11 @@ def parse_args(argv=None):
     parser.add_argument("--no-graphs", action="store_true", help="skip the CUDA-graph timings")
     parser.add_argument("--no-f64-check", dest="f64_check", action="store_false",
                         help="skip the float64 check of winconv's output and input gradient")
+    parser.add_argument("--commit", default=None,
+                        help="code version recorded in the results (default: git describe of this checkout)")
     args = parser.parse_args(argv)
+    if args.commit is None:
+        args.commit = checkout_commit()
     args.dtypes = [d for d in args.dtypes.split(",") if d]
     args.impls = [i for i in args.impls.split(",") if i]
     for d in args.dtypes:
@@ -518,6 +534,7 @@ def main(argv=None) -> int:
         "iters": args.iters,
         "shapes": {s.name: vars(s) for s in shapes},
         "date": time.strftime("%Y-%m-%d"),
+        "commit": args.commit,
     }
     (args.out / "wtconv_env.json").write_text(json.dumps(env, indent=1) + "\n")
 

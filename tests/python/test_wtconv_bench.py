@@ -55,6 +55,8 @@ def test_argument_checks():
         wtconv_bench.parse_args(["--dtypes", "fp8"])
     args = wtconv_bench.parse_args(["--impls", "winconv,depthwise7x7", "--dtypes", "bf16"])
     assert args.impls == ["winconv", "depthwise7x7"] and args.dtypes == ["bf16"]
+    assert args.commit and " " not in args.commit  # this checkout's commit, or "unknown"
+    assert wtconv_bench.parse_args(["--commit", "abc1234"]).commit == "abc1234"
 
 
 def test_report_from_a_results_folder(tmp_path):
@@ -62,6 +64,7 @@ def test_report_from_a_results_folder(tmp_path):
         wtconv_bench.Shape("big_L2", 16, 128, 512, 512, 5, 2)
     ]
     env = {"gpu": "test GPU", "torch": torch.__version__, "cuda": None, "cudnn": None, "date": "today",
+           "commit": "abc1234",
            "winconv_kernels": "fused", "copy_GBps": 4000.0, "l2_bytes": 50 * 2**20, "iters": 20,
            "shapes": {s.name: vars(s) for s in shapes}}
     (tmp_path / "wtconv_env.json").write_text(json.dumps(env))
@@ -79,6 +82,7 @@ def test_report_from_a_results_folder(tmp_path):
     text = plot_wtconv.summary_markdown(rows, env_loaded, table)
     assert "## fp32" in text and "## bf16" in text and "## fp16" not in text
     assert "**geomean**" in text and "big_L2: against the I/O floor" in text
+    assert "commit abc1234" in text
     assert "| 2.00 |" in text  # official_fused fwd ratio of the first shape: 2.0 / 1.0
     pytest.importorskip("matplotlib")
     plot_wtconv.write_report(tmp_path)
