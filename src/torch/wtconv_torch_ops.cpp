@@ -45,6 +45,12 @@ int dtype_code(at::ScalarType t) {
 struct Dims {
   int64_t b, c, h, w, k, levels, stride;
   int dtype;
+
+  // Round trip through the autograd context, so the backward reuses the forward's validation.
+  std::vector<int64_t> to_list() const { return {b, c, h, w, k, levels, stride, dtype}; }
+  static Dims from_list(const std::vector<int64_t>& v) {
+    return {v[0], v[1], v[2], v[3], v[4], v[5], v[6], static_cast<int>(v[7])};
+  }
 };
 
 void check_param(const char* name, int64_t index, const at::Tensor& t, at::IntArrayRef shape, const at::Tensor& x) {
@@ -109,9 +115,11 @@ const float* ptr_or_null(const std::optional<at::Tensor>& t) {
   return t.has_value() && t->defined() ? t->data_ptr<float>() : nullptr;
 }
 
-at::Tensor forward_cuda(const at::Tensor& x, const at::Tensor& w0, const std::optional<at::Tensor>& b0,
-                        const at::Tensor& s0, at::TensorList wl, at::TensorList sl, int64_t stride) {
-  const Dims d = validate(x, w0, b0, s0, wl, sl, stride);
+// The forward on arguments that passed validate() (d is its result).
+at::Tensor forward_checked(const Dims& d, const at::Tensor& x, const at::Tensor& w0,
+                           const std::optional<at::Tensor>& b0, const at::Tensor& s0, at::TensorList wl,
+                           at::TensorList sl) {
+  const int64_t stride = d.stride;
   const c10::cuda::CUDAGuard guard(x.device());
   size_t ws_bytes = 0;
   check_rc(winconv_wtconv_forward_workspace_size(d.b, d.c, d.h, d.w, d.k, d.levels, d.stride, d.dtype, &ws_bytes),
@@ -128,6 +136,11 @@ at::Tensor forward_cuda(const at::Tensor& x, const at::Tensor& w0, const std::op
   return y;
 }
 
+at::Tensor forward_cuda(const at::Tensor& x, const at::Tensor& w0, const std::optional<at::Tensor>& b0,
+                        const at::Tensor& s0, at::TensorList wl, at::TensorList sl, int64_t stride) {
+  return forward_checked(validate(x, w0, b0, s0, wl, sl, stride), x, w0, b0, s0, wl, sl);
+}
+
 // Shape-only kernel, so that meta tensors (and tracing tools built on them) see the output size.
 at::Tensor forward_meta(const at::Tensor& x, const at::Tensor&, const std::optional<at::Tensor>&, const at::Tensor&,
                         at::TensorList, at::TensorList, int64_t stride) {
@@ -137,24 +150,28 @@ at::Tensor forward_meta(const at::Tensor& x, const at::Tensor&, const std::optio
                    x.options());
 }
 
-// Saved: x, base weight, bias (possibly undefined), base scale, then the level weights and scales.
+// Saved: x, base weight, bias (possibly undefined), base scale, then the level weights and scales,
+// and the validated sizes. Autograd refuses saved tensors modified in place, so the backward does not
+// validate them again (about a microsecond per call at the small shapes, where the host decides).
 class WtconvFunction : public torch::autograd::Function<WtconvFunction> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w0,
                             const std::optional<at::Tensor>& b0, const at::Tensor& s0, at::TensorList wl,
                             at::TensorList sl, int64_t stride) {
-    at::Tensor y = forward_cuda(x, w0, b0, s0, wl, sl, stride);
+    const Dims d = validate(x, w0, b0, s0, wl, sl, stride);
+    at::Tensor y = forward_checked(d, x, w0, b0, s0, wl, sl);
     variable_list saved{x, w0, b0.has_value() ? *b0 : at::Tensor(), s0};
     saved.insert(saved.end(), wl.begin(), wl.end());
     saved.insert(saved.end(), sl.begin(), sl.end());
     ctx->save_for_backward(saved);
-    ctx->saved_data["stride"] = stride;
+    ctx->saved_data["dims"] = d.to_list();
     return y;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
     const variable_list saved = ctx->get_saved_variables();
-    const int64_t stride = ctx->saved_data["stride"].toInt();
+    const Dims d = Dims::from_list(ctx->saved_data["dims"].toIntVector());
+    const int64_t stride = d.stride;
     const at::Tensor &x = saved[0], &w0 = saved[1], &b0 = saved[2], &s0 = saved[3];
     const size_t levels = (saved.size() - 4) / 2;
     const at::TensorList wl(saved.data() + 4, levels), sl(saved.data() + 4 + levels, levels);
@@ -162,7 +179,6 @@ class WtconvFunction : public torch::autograd::Function<WtconvFunction> {
     variable_list grads(4 + 2 * levels + 1);
     if (!grad_outputs[0].defined()) return grads;  // y did not reach the loss
     const at::Tensor dy = grad_outputs[0].contiguous();
-    const Dims d = validate(x, w0, b0, s0, wl, sl, stride);
     TORCH_CHECK(dy.scalar_type() == x.scalar_type() && dy.device() == x.device(),
                 "wtconv2d: the output gradient must have the input's dtype and device, got ", dy.scalar_type(),
                 " on ", dy.device());

@@ -123,39 +123,50 @@ __global__ void __launch_bounds__(kBlockThreads, 3) backward_base_kernel(BwdBase
       const int jobs = np * 4 * int(a.qstrips.divisor) * tw;
       const T* res0 = a.dxin ? a.dxin + (int64_t(pos.b0) * a.C + c) * a.h1 * a.w1g : nullptr;
       const int64_t res_pstride = int64_t(a.C) * a.h1 * a.w1g;
-      if (strip_rows(K, th) == 8)
-        subband_conv_phase<K, 8>(jobs, a.qcols, a.qstrips, th, tw, w1f, gs, plane, ew, eh, dz, res0, res_pstride,
-                                 a.B - pos.b0, pos.y0, pos.x0, a.h1, a.w1g);
+      if (a.pair_sub)  // two columns per job (tw even)
+        subband_conv_phase<K, kStripRows, 2>(np * 4 * int(a.qstrips4.divisor) * (tw / 2), a.qcols2, a.qstrips4, th,
+                                             tw, w1f, gs, plane, ew, eh, dz, res0, res_pstride, a.B - pos.b0,
+                                             pos.y0, pos.x0, a.h1, a.w1g);
+      else if (strip_rows(K, th) == 8)
+        subband_conv_phase<K, 8, 1>(jobs, a.qcols, a.qstrips, th, tw, w1f, gs, plane, ew, eh, dz, res0, res_pstride,
+                                    a.B - pos.b0, pos.y0, pos.x0, a.h1, a.w1g);
       else
-        subband_conv_phase<K, 4>(jobs, a.qcols, a.qstrips, th, tw, w1f, gs, plane, ew, eh, dz, res0, res_pstride,
-                                 a.B - pos.b0, pos.y0, pos.x0, a.h1, a.w1g);
+        subband_conv_phase<K, 4, 1>(jobs, a.qcols, a.qstrips, th, tw, w1f, gs, plane, ew, eh, dz, res0, res_pstride,
+                                    a.B - pos.b0, pos.y0, pos.x0, a.h1, a.w1g);
       __syncthreads();
-      // dx: base conv of D, register-blocked over pixel column strips, + synthesis of dz.
-      const int pth = 2 * th, ptw = 2 * tw;
+      // dx: base conv of D, register-blocked over strips of two pixel columns (the pixel tile is
+      // 2 tw wide, so always even), + synthesis of dz: a 2 x 2 pixel block shares its dz loads.
+      const int pth = 2 * th;
       auto dx_conv = [&](auto rows_tag) {
         constexpr int R = decltype(rows_tag)::value;
-        const int jobs = np * int(a.pstrips.divisor) * ptw;
+        const int jobs = np * int(a.pstrips.divisor) * tw;
         for (int e = threadIdx.x; e < jobs; e += blockDim.x) {
-          const StripJob j = strip_job(e, a.pcols, a.pstrips, R);  // slot = p
-          const int p = j.slot, b = pos.b0 + p, x = 2 * pos.x0 + j.col, y0 = 2 * pos.y0 + j.row0;
+          const StripJob j = strip_job(e, a.pcols2, a.pstrips, R);  // slot = p
+          const int col = 2 * j.col, p = j.slot, b = pos.b0 + p, x = 2 * pos.x0 + col, y0 = 2 * pos.y0 + j.row0;
           if (b >= a.B || x >= a.W || y0 >= a.H) continue;
-          float acc[R];
-          conv_column_strip<K, R>(w0f, ds + p * pplane + (j.row0 + r) * pw + (j.col + r), pw, ph - (j.row0 + r), acc);
-          // Pixel rows [y0, y0 + n), y0 even: two rows of one coefficient row share its dz loads.
-          const int n = min(min(R, pth - j.row0), a.H - y0), dzplane = th * tw;
-          const float* dp = dz + (p * 4 * th + (j.row0 >> 1)) * tw + (j.col >> 1);
+          float acc[R][2];
+          conv_pair_strip<K, R, (K / 2) % 2 == 1>(w0f, ds + p * pplane + (j.row0 + r) * pw + (col + r), pw,
+                                                  ph - (j.row0 + r), acc);
+          // Pixel rows [y0, y0 + n), y0 even, columns x, x + 1 (x even): one coefficient each pair.
+          const int n = min(min(R, pth - j.row0), a.H - y0), ncols = min(2, a.W - x), dzplane = th * tw;
+          const float* dp = dz + (p * 4 * th + (j.row0 >> 1)) * tw + j.col;
           T* dxp = a.dx + ((int64_t(b) * a.C + c) * a.H + y0) * a.W + x;
 #pragma unroll
           for (int o = 0; o < R; o += 2, dp += tw, dxp += 2 * int64_t(a.W)) {
             if (o >= n) break;
             const float d[4] = {dp[0], dp[dzplane], dp[2 * dzplane], dp[3 * dzplane]};
-            dxp[0] = from_float<T>(acc[o] + 0.5f * synth_child(d, 0, j.col & 1));
-            if (o + 1 < n) dxp[a.W] = from_float<T>(acc[o + 1] + 0.5f * synth_child(d, 1, j.col & 1));
+#pragma unroll
+            for (int u = 0; u < 2; ++u) {
+              if (u >= ncols) break;
+              dxp[u] = from_float<T>(acc[o][u] + 0.5f * synth_child(d, 0, u));
+              if (o + 1 < n) dxp[a.W + u] = from_float<T>(acc[o + 1][u] + 0.5f * synth_child(d, 1, u));
+            }
           }
         }
       };
       // 4-row strips: with 8 rows the kernel spills at the 3-blocks-per-SM register bound (the
-      // correlation's double totals stay live), and 2 blocks per SM measured 6% slower.
+      // correlation's double totals stay live), and 2 blocks per SM measured 6% slower; with the
+      // totals in shared memory, 8 rows fit but gained nothing (docs/wtconv.md, perf note 15).
       dx_conv(std::integral_constant<int, kStripRows>{});
     } else {
       // dx: one level-1 coefficient, i.e. a 2x2 pixel block, per thread.
@@ -245,11 +256,14 @@ cudaError_t launch_backward_base(const BwdBaseArgs<T>& args, size_t smem, cudaSt
     a.qcols = FastDivmod(uint32_t(tw));
     const int qr = strip_rows(a.k, th), pr = kStripRows;
     a.qstrips = FastDivmod(uint32_t((th + qr - 1) / qr));
-    a.pcols = FastDivmod(uint32_t(2 * tw));
     a.pstrips = FastDivmod(uint32_t((2 * th + pr - 1) / pr));
     const int nq = (2 * ew + 2 + 3) / 4;  // quads per pixel-tile row, whatever px0 % 4
     a.vplane = FastDivmod(uint32_t(eh * nq));
     a.vrow = FastDivmod(uint32_t(nq));
+    a.pair_sub = tw % 2 == 0;  // even ew and plane: 8-byte aligned G_1 rows
+    a.pcols2 = FastDivmod(uint32_t(tw));
+    a.qcols2 = FastDivmod(uint32_t(tw / 2 > 0 ? tw / 2 : 1));
+    a.qstrips4 = FastDivmod(uint32_t((th + kStripRows - 1) / kStripRows));
     a.vec4 = a.stride == 1 && a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.x) % (4 * sizeof(T)) == 0 &&
              reinterpret_cast<uintptr_t>(a.dy) % (4 * sizeof(T)) == 0;
   }

@@ -40,37 +40,18 @@ __global__ void __launch_bounds__(kBlockThreads) backward_level_kernel(BwdLevelA
   for (int64_t item = begin; item < end; ++item) {
     const ItemPos pos = decode_item(a.g, item);
     // dX_l of this thread's first synthesis coefficient, loaded before the staging.
-    const float res_first = first_residual(a.dxin, pos, np * th * tw, a.cell, a.col, a.B, a.C, c, a.hq, a.wq);
+    const float res_first = first_residual(a.dxin, pos, np * th * tw, a.d.cell, a.d.col, a.B, a.C, c, a.hq, a.wq);
     __syncthreads();
     struct Blocks { float4 x, g; };  // the 2x2 blocks of X_{l-1} and G_{l-1}[LL]
     stage_tile<2>(
         np * plane,
         [&](int e) {
-          const Pos3 q = split3(e, a.plane, a.row);
-          const int qy = pos.y0 - r + q.y, qx = pos.x0 - r + q.x;
-          const int b = pos.b0 + q.p;
-          Blocks v;
-          v.x = make_float4(0.f, 0.f, 0.f, 0.f);
-          v.g = v.x;
-          if (b < a.B && qy >= 0 && qx >= 0 && qy < a.hq && qx < a.wq) {
-            const int64_t off = (int64_t(b) * a.C + c) * a.hin * a.win;
-            const Tc* xp = a.xin + off;
-            const Tc* gp = a.gin + off;
-            const int y = 2 * qy, x = 2 * qx;
-            const bool xr = x + 1 < a.win, yd = y + 1 < a.hin;
-            v.x.x = to_float(xp[y * a.win + x]); v.g.x = to_float(gp[y * a.win + x]);
-            if (xr) { v.x.y = to_float(xp[y * a.win + x + 1]); v.g.y = to_float(gp[y * a.win + x + 1]); }
-            if (yd) { v.x.z = to_float(xp[(y + 1) * a.win + x]); v.g.z = to_float(gp[(y + 1) * a.win + x]); }
-            if (xr && yd) {
-              v.x.w = to_float(xp[(y + 1) * a.win + x + 1]);
-              v.g.w = to_float(gp[(y + 1) * a.win + x + 1]);
-            }
-          }
-          return v;
+          const LevelBlock blk = level_block(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, a.hin, a.win);
+          return Blocks{load_block(a.xin, blk, a.hin, a.win), load_block(a.gin, blk, a.hin, a.win)};
         },
         [&](int e, const Blocks& v) {
           uint32_t p, rem;
-          a.plane.divmod(uint32_t(e), p, rem);
+          a.d.plane.divmod(uint32_t(e), p, rem);
           float z[4], g[4];
           haar4(v.x.x, v.x.y, v.x.z, v.x.w, z);
           haar4(v.g.x, v.g.y, v.g.z, v.g.w, g);
@@ -85,7 +66,7 @@ __global__ void __launch_bounds__(kBlockThreads) backward_level_kernel(BwdLevelA
       // Register-blocked subband convs into dz (one column strip of one subband per job).
       const int strips = (th + kStripRows - 1) / kStripRows;
       for (int e = threadIdx.x; e < np * 4 * strips * tw; e += blockDim.x) {
-        const StripJob j = strip_job(e, a.col, a.strips, kStripRows);  // slot = p * 4 + subband
+        const StripJob j = strip_job(e, a.d.col, a.d.strips, kStripRows);  // slot = p * 4 + subband
         float acc[kStripRows];
         conv_column_strip<K, kStripRows>(wf + (j.slot & 3) * kk, gs + j.slot * plane + j.row0 * ew + j.col, ew,
                                          eh - j.row0, acc);
@@ -97,7 +78,7 @@ __global__ void __launch_bounds__(kBlockThreads) backward_level_kernel(BwdLevelA
     }
     // dX_{l-1}: one coefficient (four children) per thread.
     for (int e = threadIdx.x; e < np * th * tw; e += blockDim.x) {
-      const Pos3 q = split3(e, a.cell, a.col);
+      const Pos3 q = split3(e, a.d.cell, a.d.col);
       const int p = q.p, ty = q.y, tx = q.x;
       const int b = pos.b0 + p, qy = pos.y0 + ty, qx = pos.x0 + tx;
       if (b >= a.B || qy >= a.hq || qx >= a.wq) continue;
@@ -158,7 +139,7 @@ __global__ void __launch_bounds__(kBlockThreads) backward_level_kernel(BwdLevelA
 template <typename Tc>
 cudaError_t launch_backward_level(const BwdLevelArgs<Tc>& args, size_t smem, cudaStream_t stream) {
   BwdLevelArgs<Tc> a = args;
-  set_level_divisors(a.g, a.k, &a.plane, &a.row, &a.cell, &a.col, &a.strips);
+  a.d = level_divisors(a.g, a.k);
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
   return dispatch_kernel_size(a.k, [&](auto kc) {
     return launch_with_smem(backward_level_kernel<Tc, decltype(kc)::value>, blocks, smem, stream, a);

@@ -153,14 +153,18 @@ __host__ __device__ constexpr int strip_rows(int k, int rows) { return (k == 3 |
 // are clamped to the last valid row: they only feed outputs the caller discards. A full strip
 // (the common case) skips the clamp, so each row costs one pointer step and K immediate-offset
 // loads rather than a compare, a select and a multiply-add of the row index.
+// Input row ii of a strip; with kClamp, rows at or past rows_left read the last valid row.
+template <bool kClamp>
+__device__ __forceinline__ const float* strip_row(const float* base, int ii, int rows_left, int pitch) {
+  if constexpr (kClamp) return base + (ii < rows_left ? ii : rows_left - 1) * pitch;
+  else return base + ii * pitch;
+}
 template <int K, int R, bool kClamp>
 __device__ __forceinline__ void conv_column_strip_rows(const float (&wr)[K * K], const float* src, int pitch,
                                                        int rows_left, float (&acc)[R]) {
 #pragma unroll
   for (int ii = 0; ii < R + K - 1; ++ii) {
-    const float* row = src;
-    if constexpr (kClamp) row += (ii < rows_left ? ii : rows_left - 1) * pitch;
-    else row += ii * pitch;
+    const float* row = strip_row<kClamp>(src, ii, rows_left, pitch);
     float in[K];
 #pragma unroll
     for (int j = 0; j < K; ++j) in[j] = row[j];
@@ -174,11 +178,11 @@ __device__ __forceinline__ void conv_column_strip_rows(const float (&wr)[K * K],
     }
   }
 }
-template <int K, int R>
-__device__ __forceinline__ void conv_column_strip(const float* w, const float* src, int pitch, int rows_left,
-                                                  float (&acc)[R]) {
-  float wr[K * K];
-  if ((reinterpret_cast<uintptr_t>(w) & 15) == 0) {  // the base kernels' filters (filter_stride)
+// The K*K filter at w into registers: float4 loads when w is 16-byte aligned (the base kernels'
+// filters, filter_stride apart), scalar loads otherwise.
+template <int K>
+__device__ __forceinline__ void load_filter(const float* w, float (&wr)[K * K]) {
+  if ((reinterpret_cast<uintptr_t>(w) & 15) == 0) {
 #pragma unroll
     for (int i = 0; i + 4 <= K * K; i += 4) {
       const float4 v = *reinterpret_cast<const float4*>(w + i);
@@ -193,10 +197,62 @@ __device__ __forceinline__ void conv_column_strip(const float* w, const float* s
 #pragma unroll
     for (int i = 0; i < K * K; ++i) wr[i] = w[i];
   }
+}
+
+template <int K, int R>
+__device__ __forceinline__ void conv_column_strip(const float* w, const float* src, int pitch, int rows_left,
+                                                  float (&acc)[R]) {
+  float wr[K * K];
+  load_filter<K>(w, wr);
 #pragma unroll
   for (int o = 0; o < R; ++o) acc[o] = 0.f;
   if (rows_left >= R + K - 1) conv_column_strip_rows<K, R, false>(wr, src, pitch, rows_left, acc);
   else conv_column_strip_rows<K, R, true>(wr, src, pitch, rows_left, acc);
+}
+
+// The same convolution for two adjacent output columns (acc[o][0] at src, acc[o][1] at src + 1):
+// each input row is read as 8-byte loads from an 8-byte aligned address, K + 1 floats (kOdd:
+// src is at an odd float, so K + 3 floats from src - 1), and feeds 2K multiply-adds per output
+// row it touches: ~(K + 1) / 2 shared loads per row for two columns instead of K per column.
+// Per output the summation order is that of conv_window (bit-identical). The caller guarantees
+// the alignment and that the row holds the extra float(s).
+template <int K, int R, bool kOdd, bool kClamp>
+__device__ __forceinline__ void conv_pair_strip_rows(const float (&wr)[K * K], const float* base, int pitch,
+                                                     int rows_left, float (&acc)[R][2]) {
+  constexpr int kIn = kOdd ? K + 3 : K + 1, o0 = kOdd ? 1 : 0;
+#pragma unroll
+  for (int ii = 0; ii < R + K - 1; ++ii) {
+    const float* row = strip_row<kClamp>(base, ii, rows_left, pitch);
+    float in[kIn];
+#pragma unroll
+    for (int q = 0; q < kIn / 2; ++q) {
+      const float2 v = reinterpret_cast<const float2*>(row)[q];
+      in[2 * q] = v.x;
+      in[2 * q + 1] = v.y;
+    }
+#pragma unroll
+    for (int o = 0; o < R; ++o) {
+      const int i = ii - o;
+      if (i >= 0 && i < K) {
+#pragma unroll
+        for (int j = 0; j < K; ++j) {
+          acc[o][0] = fmaf(wr[i * K + j], in[o0 + j], acc[o][0]);
+          acc[o][1] = fmaf(wr[i * K + j], in[o0 + j + 1], acc[o][1]);
+        }
+      }
+    }
+  }
+}
+template <int K, int R, bool kOdd>
+__device__ __forceinline__ void conv_pair_strip(const float* w, const float* src, int pitch, int rows_left,
+                                                float (&acc)[R][2]) {
+  float wr[K * K];
+  load_filter<K>(w, wr);
+#pragma unroll
+  for (int o = 0; o < R; ++o) acc[o][0] = acc[o][1] = 0.f;
+  const float* base = kOdd ? src - 1 : src;
+  if (rows_left >= R + K - 1) conv_pair_strip_rows<K, R, kOdd, false>(wr, base, pitch, rows_left, acc);
+  else conv_pair_strip_rows<K, R, kOdd, true>(wr, base, pitch, rows_left, acc);
 }
 
 // Decomposition of a strip job index: column fastest (conflict-free loads), then strip, then
@@ -340,6 +396,46 @@ __device__ __forceinline__ ItemPos decode_item(const TileGeom& g, int64_t item) 
   return p;
 }
 
+// Index divisors of a level kernel's tile (set on the host by level_divisors): halo plane
+// (eh*ew) and row (ew), coefficient tile (th*tw) and row (tw), strips per subband column.
+struct LevelDivisors {
+  FastDivmod plane, row, cell, col, strips;
+};
+
+// Staging element e of a level kernel (np planes of eh x ew level-l coefficients, the tile origin
+// minus the halo r): the 2x2 block of the level l-1 grid (hin x win) it is the Haar analysis of.
+// in = false outside the level-l grid (hq x wq): zero padding.
+struct LevelBlock {
+  int64_t off;  // plane offset (b * C + c) * hin * win
+  int y, x;     // top-left element of the block
+  bool in;
+};
+__device__ __forceinline__ LevelBlock level_block(int e, const ItemPos& pos, int r, const LevelDivisors& d, int B,
+                                                  int C, int c, int hq, int wq, int hin, int win) {
+  const Pos3 q = split3(e, d.plane, d.row);
+  const int qy = pos.y0 - r + q.y, qx = pos.x0 - r + q.x, b = pos.b0 + q.p;
+  LevelBlock blk;
+  blk.in = b < B && qy >= 0 && qx >= 0 && qy < hq && qx < wq;
+  blk.off = (int64_t(b) * C + c) * hin * win;
+  blk.y = 2 * qy;
+  blk.x = 2 * qx;
+  return blk;
+}
+// The block as floats (x, y: top row; z, w: bottom row); elements past the last row or column of
+// an odd-sized grid read as 0.
+template <typename T>
+__device__ __forceinline__ float4 load_block(const T* grid, const LevelBlock& blk, int hin, int win) {
+  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+  if (!blk.in) return v;
+  const T* src = grid + blk.off + blk.y * win + blk.x;
+  const bool xr = blk.x + 1 < win, yd = blk.y + 1 < hin;
+  v.x = to_float(src[0]);
+  if (xr) v.y = to_float(src[1]);
+  if (yd) v.z = to_float(src[win]);
+  if (xr && yd) v.w = to_float(src[win + 1]);
+  return v;
+}
+
 // The level-grid value (forward R_l, backward dX_l; hq x wq planes, channel c) at this thread's
 // first synthesis coefficient of an item (tile cells: plane x rows x cols, divisors `cell` =
 // rows * cols and `col` = cols), or 0 without a grid or outside it. The level kernels load it
@@ -356,42 +452,60 @@ __device__ __forceinline__ float first_residual(const float* grid, const ItemPos
 }
 
 // The level-1 subband convolutions of one item in the base kernels (forward: Z_1 from Y_1 plus
-// R_1; backward: dY_1 from G_1 plus dX_1). Job e = (column, strip of R rows, slot = p * 4 +
-// subband): dst[slot][row][col] = conv of src's subband plane with the filter of the subband at
-// w + subband * filter_stride(K) (+ the residual at LL). The residual grid (h1 x w1, plane p at
-// res0 + p * res_pstride, origin (oy, ox)) is read before the convolution so its latency hides
-// behind the arithmetic; a warp's jobs share one subband whenever cols * strips >= 32, so the
-// LL-only branch does not diverge.
-template <int K, int R, typename Tres>
+// R_1; backward: dY_1 from G_1 plus dX_1). Job e = (column group, strip of R rows, slot = p * 4 +
+// subband), NC = 1 or 2 adjacent columns per job (2 needs out_cols even and even-aligned src
+// rows; `cols` divides by out_cols / NC): dst[slot][row][col] = conv of src's subband plane with
+// the filter of the subband at w + subband * filter_stride(K) (+ the residual at LL). The
+// residual grid (h1 x w1, plane p at res0 + p * res_pstride, origin (oy, ox)) is read before the
+// convolution so its latency hides behind the arithmetic; a warp's jobs share one subband
+// whenever cols * strips >= 32, so the LL-only branch does not diverge.
+template <int K, int R, int NC, typename Tres>
 __device__ __forceinline__ void subband_conv_phase(int jobs, const FastDivmod& cols, const FastDivmod& strips,
                                                    int out_rows, int out_cols, const float* w, const float* src,
                                                    int src_plane, int src_pitch, int src_rows, float* dst,
                                                    const Tres* res0, int64_t res_pstride, int nb, int oy, int ox,
                                                    int h1, int w1) {
+  static_assert(NC == 1 || NC == 2, "one or two columns per job");
   for (int e = threadIdx.x; e < jobs; e += blockDim.x) {
     const StripJob j = strip_job(e, cols, strips, R);
-    const int p = j.slot >> 2, t = j.slot & 3, qx = ox + j.col;
+    const int col = j.col * NC;
+    const int p = j.slot >> 2, t = j.slot & 3, qx = ox + col;
     const bool with_res = t == 0 && res0 != nullptr;
-    float res[R];
+    float res[R][NC];
 #pragma unroll
-    for (int o = 0; o < R; ++o) res[o] = 0.f;
-    if (with_res && p < nb && qx < w1) {
+    for (int o = 0; o < R; ++o)
+#pragma unroll
+      for (int u = 0; u < NC; ++u) res[o][u] = 0.f;
+    if (with_res && p < nb) {
       const Tres* rp = res0 + p * res_pstride + qx;
 #pragma unroll
       for (int o = 0; o < R; ++o) {
         const int qy = oy + j.row0 + o;
-        if (j.row0 + o < out_rows && qy < h1) res[o] = to_float(rp[int64_t(qy) * w1]);
+#pragma unroll
+        for (int u = 0; u < NC; ++u)
+          if (j.row0 + o < out_rows && qy < h1 && qx + u < w1) res[o][u] = to_float(rp[int64_t(qy) * w1 + u]);
       }
     }
-    float acc[R];
-    conv_column_strip<K, R>(w + t * filter_stride(K), src + j.slot * src_plane + j.row0 * src_pitch + j.col, src_pitch,
-                            src_rows - j.row0, acc);
+    const float* wt = w + t * filter_stride(K);
+    const float* sp = src + j.slot * src_plane + j.row0 * src_pitch + col;
+    float acc[R][NC];
+    if constexpr (NC == 1) {
+      float a1[R];
+      conv_column_strip<K, R>(wt, sp, src_pitch, src_rows - j.row0, a1);
+#pragma unroll
+      for (int o = 0; o < R; ++o) acc[o][0] = a1[o];
+    } else {
+      conv_pair_strip<K, R, false>(wt, sp, src_pitch, src_rows - j.row0, acc);
+    }
 #pragma unroll
     for (int o = 0; o < R; ++o) {
       const int iy = j.row0 + o;
       if (iy >= out_rows) break;
-      if (with_res) acc[o] += res[o];
-      dst[(j.slot * out_rows + iy) * out_cols + j.col] = acc[o];
+#pragma unroll
+      for (int u = 0; u < NC; ++u) {
+        if (with_res) acc[o][u] += res[o][u];
+        dst[(j.slot * out_rows + iy) * out_cols + col + u] = acc[o][u];
+      }
     }
   }
 }

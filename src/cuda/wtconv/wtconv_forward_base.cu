@@ -88,12 +88,16 @@ __global__ void __launch_bounds__(kBlockThreads, K == 7 ? 2 : 3) forward_base_ke
       const int jobs = np * 4 * int(a.qstrips.divisor) * qiw;
       const float* res0 = a.rin ? a.rin + (int64_t(pos.b0) * a.C + c) * a.h1 * a.w1g : nullptr;
       const int64_t res_pstride = int64_t(a.C) * a.h1 * a.w1g;
-      if (strip_rows(K, qih) == 8)
-        subband_conv_phase<K, 8>(jobs, a.qcols, a.qstrips, qih, qiw, w1s, ys, qh * qw, qw, qh, zs, res0,
-                                 res_pstride, a.B - pos.b0, qay, qax, a.h1, a.w1g);
+      if (a.pair_sub)  // two columns per job (qiw even)
+        subband_conv_phase<K, 4, 2>(np * 4 * int(a.qstrips4.divisor) * (qiw / 2), a.qcols2, a.qstrips4, qih, qiw,
+                                    w1s, ys, qh * qw, qw, qh, zs, res0, res_pstride, a.B - pos.b0, qay, qax, a.h1,
+                                    a.w1g);
+      else if (strip_rows(K, qih) == 8)
+        subband_conv_phase<K, 8, 1>(jobs, a.qcols, a.qstrips, qih, qiw, w1s, ys, qh * qw, qw, qh, zs, res0,
+                                    res_pstride, a.B - pos.b0, qay, qax, a.h1, a.w1g);
       else
-        subband_conv_phase<K, 4>(jobs, a.qcols, a.qstrips, qih, qiw, w1s, ys, qh * qw, qw, qh, zs, res0,
-                                 res_pstride, a.B - pos.b0, qay, qax, a.h1, a.w1g);
+        subband_conv_phase<K, 4, 1>(jobs, a.qcols, a.qstrips, qih, qiw, w1s, ys, qh * qw, qw, qh, zs, res0,
+                                    res_pstride, a.B - pos.b0, qay, qax, a.h1, a.w1g);
     } else {
       for (int e = threadIdx.x; e < np * qih * qiw; e += blockDim.x) {
         const int p = e / (qih * qiw), rem = e % (qih * qiw), iy = rem / qiw, ix = rem % qiw;
@@ -112,18 +116,29 @@ __global__ void __launch_bounds__(kBlockThreads, K == 7 ? 2 : 3) forward_base_ke
     __syncthreads();
     if (K > 0 && s == 1) {
       // Base conv, register-blocked (stride 1: outputs of a strip share input rows), + synthesis.
-      auto base_conv = [&](auto rows_tag) {
-        constexpr int R = decltype(rows_tag)::value;
-        const int jobs = np * int(a.ostrips.divisor) * tw;
+      // NC = 2: two adjacent output columns per job (tw even), which also share their Z loads.
+      auto base_conv = [&](auto rows_tag, auto cols_tag, const FastDivmod& cols, const FastDivmod& strips) {
+        constexpr int R = decltype(rows_tag)::value, NC = decltype(cols_tag)::value, KS = K ? K : 1;
+        const int jobs = np * int(strips.divisor) * int(cols.divisor);
         for (int e = threadIdx.x; e < jobs; e += blockDim.x) {
-          const StripJob j = strip_job(e, a.ocols, a.ostrips, R);  // slot = p
-          const int p = j.slot, b = pos.b0 + p, ox = pos.x0 + j.col, oy0 = pos.y0 + j.row0;
+          const StripJob j = strip_job(e, cols, strips, R);  // slot = p
+          const int p = j.slot, b = pos.b0 + p, ox = pos.x0 + j.col * NC, oy0 = pos.y0 + j.row0;
           if (b >= a.B || ox >= a.Wo || oy0 >= a.Ho) continue;
           const int row = oy0 - r - x0y;
-          float acc[R];
-          conv_column_strip<K ? K : 1, R>(w0s, xs + p * xh * xw + row * xw + (ox - r - x0x), xw, xh - row, acc);
-          // Output rows [oy0, oy0 + n); two rows of one coefficient row share its four Z loads.
+          const float* src = xs + p * xh * xw + row * xw + (ox - r - x0x);  // tile column j.col * NC + r
+          float acc[R][NC];
+          if constexpr (NC == 1) {
+            float a1[R];
+            conv_column_strip<KS, R>(w0s, src, xw, xh - row, a1);
+#pragma unroll
+            for (int o = 0; o < R; ++o) acc[o][0] = a1[o];
+          } else {
+            conv_pair_strip<KS, R, (KS / 2) % 2 == 1>(w0s, src, xw, xh - row, acc);
+          }
+          // Output rows [oy0, oy0 + n); two rows (and the NC columns, ox even when NC = 2) of one
+          // coefficient share its four Z loads.
           const int n = min(min(R, th - j.row0), a.Ho - oy0), zplane = qih * qiw;
+          const int ncols = min(NC, a.Wo - ox);
           const float* zp = zs + p * 4 * zplane + ((oy0 >> 1) - qay) * qiw + (ox >> 1) - qax;
           T* yp = a.y + ((int64_t(b) * a.C + c) * a.Ho + oy0) * a.Wo + ox;
           if ((oy0 & 1) == 0) {
@@ -131,8 +146,12 @@ __global__ void __launch_bounds__(kBlockThreads, K == 7 ? 2 : 3) forward_base_ke
             for (int o = 0; o < R; o += 2, zp += qiw, yp += 2 * int64_t(a.Wo)) {
               if (o >= n) break;
               const float z[4] = {zp[0], zp[zplane], zp[2 * zplane], zp[3 * zplane]};
-              yp[0] = from_float<T>(bias + acc[o] + synth_child(z, 0, ox & 1));
-              if (o + 1 < n) yp[a.Wo] = from_float<T>(bias + acc[o + 1] + synth_child(z, 1, ox & 1));
+#pragma unroll
+              for (int u = 0; u < NC; ++u) {
+                if (u >= ncols) break;
+                yp[u] = from_float<T>(bias + acc[o][u] + synth_child(z, 0, (ox + u) & 1));
+                if (o + 1 < n) yp[a.Wo + u] = from_float<T>(bias + acc[o + 1][u] + synth_child(z, 1, (ox + u) & 1));
+              }
             }
           } else {  // only when a tile is one row tall
 #pragma unroll
@@ -141,13 +160,20 @@ __global__ void __launch_bounds__(kBlockThreads, K == 7 ? 2 : 3) forward_base_ke
               const int oy = oy0 + o;
               const float* zo = zp + ((oy >> 1) - (oy0 >> 1)) * qiw;
               const float z[4] = {zo[0], zo[zplane], zo[2 * zplane], zo[3 * zplane]};
-              yp[int64_t(o) * a.Wo] = from_float<T>(bias + acc[o] + synth_child(z, oy & 1, ox & 1));
+#pragma unroll
+              for (int u = 0; u < NC; ++u) {
+                if (u >= ncols) break;
+                yp[int64_t(o) * a.Wo + u] = from_float<T>(bias + acc[o][u] + synth_child(z, oy & 1, (ox + u) & 1));
+              }
             }
           }
         }
       };
-      if (strip_rows(K, th) == 8) base_conv(std::integral_constant<int, 8>{});
-      else base_conv(std::integral_constant<int, 4>{});
+      using I1 = std::integral_constant<int, 1>;
+      using I2 = std::integral_constant<int, 2>;
+      if (a.pair_base) base_conv(std::integral_constant<int, 4>{}, I2{}, a.ocols2, a.ostrips4);
+      else if (strip_rows(K, th) == 8) base_conv(std::integral_constant<int, 8>{}, I1{}, a.ocols, a.ostrips);
+      else base_conv(std::integral_constant<int, 4>{}, I1{}, a.ocols, a.ostrips);
     } else {
       for (int e = threadIdx.x; e < np * th * tw; e += blockDim.x) {
         const int p = e / (th * tw), oy = pos.y0 + (e / tw) % th, ox = pos.x0 + e % tw;
@@ -185,6 +211,14 @@ cudaError_t launch_forward_base(const FwdBaseArgs<T>& args, size_t smem, cudaStr
     a.vplane = FastDivmod(uint32_t(qh * nq));
     a.vrow = FastDivmod(uint32_t(nq));
     a.vec4 = a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.x) % (4 * sizeof(T)) == 0;
+    // Two columns per strip job: even column counts keep every row of the x tile, Y_1 and the
+    // pairs 8-byte aligned (the tiles start at multiples of 4 floats, filter_stride).
+    a.pair_base = s == 1 && tw % 2 == 0;
+    a.pair_sub = qiw % 2 == 0;
+    a.ocols2 = FastDivmod(uint32_t(tw / 2 > 0 ? tw / 2 : 1));
+    a.ostrips4 = FastDivmod(uint32_t((th + kStripRows - 1) / kStripRows));
+    a.qcols2 = FastDivmod(uint32_t(qiw / 2 > 0 ? qiw / 2 : 1));
+    a.qstrips4 = FastDivmod(uint32_t((qih + kStripRows - 1) / kStripRows));
   }
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
   return dispatch_kernel_size(a.k, [&](auto kc) {

@@ -26,29 +26,17 @@ __global__ void __launch_bounds__(kBlockThreads) forward_level_kernel(FwdLevelAr
   for (int64_t item = begin; item < end; ++item) {
     const ItemPos pos = decode_item(a.g, item);
     // R_l of this thread's first synthesis coefficient, loaded before the staging.
-    const float res_first = first_residual(a.rin, pos, np * th * tw, a.cell, a.col, a.B, a.C, c, a.hq, a.wq);
+    const float res_first = first_residual(a.rin, pos, np * th * tw, a.d.cell, a.d.col, a.B, a.C, c, a.hq, a.wq);
     __syncthreads();
     stage_tile<2>(
         np * plane,
         [&](int e) {
-          const Pos3 q = split3(e, a.plane, a.row);
-          const int qy = pos.y0 - r + q.y, qx = pos.x0 - r + q.x;
-          const int b = pos.b0 + q.p;
-          float4 v = make_float4(0.f, 0.f, 0.f, 0.f);  // the 2x2 block of X_{l-1}
-          if (b < a.B && qy >= 0 && qx >= 0 && qy < a.hq && qx < a.wq) {
-            const float* src = a.xin + (int64_t(b) * a.C + c) * a.hin * a.win;
-            const int y = 2 * qy, x = 2 * qx;
-            const bool xr = x + 1 < a.win, yd = y + 1 < a.hin;
-            v.x = src[y * a.win + x];
-            if (xr) v.y = src[y * a.win + x + 1];
-            if (yd) v.z = src[(y + 1) * a.win + x];
-            if (xr && yd) v.w = src[(y + 1) * a.win + x + 1];
-          }
-          return v;
+          const LevelBlock blk = level_block(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, a.hin, a.win);
+          return load_block(a.xin, blk, a.hin, a.win);
         },
         [&](int e, float4 v) {
           uint32_t p, rem;
-          a.plane.divmod(uint32_t(e), p, rem);
+          a.d.plane.divmod(uint32_t(e), p, rem);
           float z[4];
           haar4(v.x, v.y, v.z, v.w, z);
           float* dst = ys + p * 4 * plane + rem;
@@ -61,7 +49,7 @@ __global__ void __launch_bounds__(kBlockThreads) forward_level_kernel(FwdLevelAr
       // the synthesis per coefficient.
       const int strips = (th + kStripRows - 1) / kStripRows;
       for (int e = threadIdx.x; e < np * 4 * strips * tw; e += blockDim.x) {
-        const StripJob j = strip_job(e, a.col, a.strips, kStripRows);  // slot = p * 4 + subband
+        const StripJob j = strip_job(e, a.d.col, a.d.strips, kStripRows);  // slot = p * 4 + subband
         float acc[kStripRows];
         conv_column_strip<K, kStripRows>(ws + (j.slot & 3) * kk, ys + j.slot * plane + j.row0 * ew + j.col, ew,
                                          eh - j.row0, acc);
@@ -72,7 +60,7 @@ __global__ void __launch_bounds__(kBlockThreads) forward_level_kernel(FwdLevelAr
       __syncthreads();
     }
     for (int e = threadIdx.x; e < np * th * tw; e += blockDim.x) {
-      const Pos3 q = split3(e, a.cell, a.col);
+      const Pos3 q = split3(e, a.d.cell, a.d.col);
       const int p = q.p, ty = q.y, tx = q.x;
       const int b = pos.b0 + p, qy = pos.y0 + ty, qx = pos.x0 + tx;
       if (b >= a.B || qy >= a.hq || qx >= a.wq) continue;
@@ -104,7 +92,7 @@ __global__ void __launch_bounds__(kBlockThreads) forward_level_kernel(FwdLevelAr
 
 cudaError_t launch_forward_level(const FwdLevelArgs& args, size_t smem, cudaStream_t stream) {
   FwdLevelArgs a = args;
-  set_level_divisors(a.g, a.k, &a.plane, &a.row, &a.cell, &a.col, &a.strips);
+  a.d = level_divisors(a.g, a.k);
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
   return dispatch_kernel_size(a.k, [&](auto kc) {
     return launch_with_smem(forward_level_kernel<decltype(kc)::value>, blocks, smem, stream, a);

@@ -30,9 +30,7 @@ struct FwdLevelArgs {
   float factor;      // 2^-l
   int B, C, hin, win, hq, wq, k;
   TileGeom g;
-  // Index divisors, set by the launcher: halo plane (eh*ew) and row (ew), coefficient tile
-  // (th*tw) and row (tw), strips per subband column.
-  FastDivmod plane, row, cell, col, strips;
+  LevelDivisors d;  // set by the launcher
 };
 cudaError_t launch_forward_level(const FwdLevelArgs& a, size_t smem, cudaStream_t stream);
 
@@ -49,6 +47,8 @@ struct FwdBaseArgs {
   FastDivmod xplane, xrow, qplane, qrow, qcols, qstrips, ocols, ostrips;
   bool vec4;                 // quad staging (W % 4 == 0, x 4-element aligned)
   FastDivmod vplane, vrow;   // quad jobs: qh * quads per row, quads per row
+  bool pair_base, pair_sub;  // two columns per strip job in the base / level-1 subband convs
+  FastDivmod ocols2, ostrips4, qcols2, qstrips4;  // their column pairs and 4-row strips
 };
 template <typename T>
 cudaError_t launch_forward_base(const FwdBaseArgs<T>& a, size_t smem, cudaStream_t stream);
@@ -67,7 +67,7 @@ struct BwdLevelArgs {
   float* partial;     // [C][splits][4kk]
   int B, C, hin, win, hq, wq, k;
   TileGeom g;
-  FastDivmod plane, row, cell, col, strips;  // as in FwdLevelArgs
+  LevelDivisors d;  // set by the launcher
 };
 template <typename Tc>
 cudaError_t launch_backward_level(const BwdLevelArgs<Tc>& a, size_t smem, cudaStream_t stream);
@@ -83,10 +83,12 @@ struct BwdBaseArgs {
   int B, C, H, W, Ho, Wo, h1, w1g, k, stride;
   TileGeom g;
   // Index divisors, set by the launcher: pixel tile plane and row, coefficient halo plane and
-  // row, level-1 strip jobs (columns, strips), pixel strip jobs (columns, strips).
-  FastDivmod pplane, prow, plane, row, qcols, qstrips, pcols, pstrips;
+  // row, level-1 strip jobs (columns, strips), pixel strips (of kStripRows rows).
+  FastDivmod pplane, prow, plane, row, qcols, qstrips, pstrips;
   bool vec4;                 // quad staging (stride 1, W % 4 == 0, x and dy 4-element aligned)
   FastDivmod vplane, vrow;   // quad jobs: eh * quads per row, quads per row
+  bool pair_sub;             // two columns per level-1 subband strip job (tw even)
+  FastDivmod pcols2, qcols2, qstrips4;  // column pairs of the dx conv and the subband convs; 4-row strips
 };
 template <typename T>
 cudaError_t launch_backward_base(const BwdBaseArgs<T>& a, size_t smem, cudaStream_t stream);
@@ -140,14 +142,15 @@ inline TileGeom geom_of(const WtconvTile& t) {
 
 // Divisors of the level kernels (forward and backward): halo plane and row, coefficient tile and
 // row, strips per subband column.
-inline void set_level_divisors(const TileGeom& g, int k, FastDivmod* plane, FastDivmod* row, FastDivmod* cell,
-                               FastDivmod* col, FastDivmod* strips) {
+inline LevelDivisors level_divisors(const TileGeom& g, int k) {
   const int r = k / 2, eh = g.th + 2 * r, ew = g.tw + 2 * r;
-  *plane = FastDivmod(uint32_t(eh * ew));
-  *row = FastDivmod(uint32_t(ew));
-  *cell = FastDivmod(uint32_t(g.th * g.tw));
-  *col = FastDivmod(uint32_t(g.tw));
-  *strips = FastDivmod(uint32_t((g.th + kStripRows - 1) / kStripRows));
+  LevelDivisors d;
+  d.plane = FastDivmod(uint32_t(eh * ew));
+  d.row = FastDivmod(uint32_t(ew));
+  d.cell = FastDivmod(uint32_t(g.th * g.tw));
+  d.col = FastDivmod(uint32_t(g.tw));
+  d.strips = FastDivmod(uint32_t((g.th + kStripRows - 1) / kStripRows));
+  return d;
 }
 
 }  // namespace wtconv_detail
