@@ -39,8 +39,20 @@ struct TileTraits {
       int(sizeof(int64_t)) * BM;
 };
 
+// Resident blocks per SM that the register budget is sized for (__launch_bounds__). 128-thread
+// tiles with a k-major A stage ask for 4 (at most 128 registers): at 3 (146 registers) the NCHW
+// C = 3 stems, with only 2-23 k-steps per tile, were latency-bound at 12 warps per SM (conv7
+// -8%, conv3 -4% time at 4). The pixel-major A stage (NHWC vector gather) keeps 3: capped at 128
+// registers it ran 10% slower on conv4 and conv9. Other tiles: one block more than fits 256 threads.
+template <int kThreads, bool kMajorM>
+constexpr int conv_min_blocks_per_sm() {
+  return kThreads == 128 && !kMajorM ? 4 : 256 / kThreads + 1;
+}
+
 template <int BM, int BN, template <int, int, int> class Gather, bool kOutNchw>
-__global__ void __launch_bounds__(TileTraits<BM, BN>::kThreads, 256 / TileTraits<BM, BN>::kThreads + 1)
+__global__ void __launch_bounds__(TileTraits<BM, BN>::kThreads,
+                                  conv_min_blocks_per_sm<TileTraits<BM, BN>::kThreads,
+                                                         Gather<BM, kBK, TileTraits<BM, BN>::kThreads>::kMajorM>())
 conv_fp32_simt_kernel(const ConvGemmParams p) {
   constexpr bool kMajorM = Gather<BM, kBK, TileTraits<BM, BN>::kThreads>::kMajorM;
   using Traits = TileTraits<BM, BN, kMajorM>;
