@@ -71,7 +71,7 @@ conv_fp32_simt_kernel(const ConvGemmParams p) {
   const int m0 = m_tile * BM, n0 = n_tile * BN;
   const int tid = threadIdx.x;
 
-  const Gather<BM, kBK, T> gather(p, m0, tid);
+  Gather<BM, kBK, T> gather(p, m0, tid);  // stateful gathers advance per load(), in k order
 
   auto load_b = [&](float* bs, int k0) {
     constexpr int kVecPerRow = BN / 4;

@@ -10,10 +10,17 @@
 //   OnChipNhwc    kk = (u, v, c)  element x[n, p*sh+u-ph, q*sw+v-pw, c], zero outside
 //   WindowNchw    kk = (c, j)     element I_hat[n, c, p, q*sw*R + j], j < S*R (one run per channel)
 //   WindowNhwc    kk = j          element I_hat[n, p, q*sw, j], j < S*R*C (one run per pixel)
+//
+// The pipeline loads the stages in k order, BK apart, so a gather keeps the digits of its first
+// reduction index (reduction_digits.h) and steps them by BK per stage: no division in the loop.
+// A predicated-off copy reads nothing; it keeps an address inside the tensor (the window or
+// image start of the owned pixel, pixel 0's for a tail pixel) rather than selecting a 64-bit
+// fallback pointer per element.
 #pragma once
 
 #include "cuda/im2win/async_copy.cuh"
 #include "cuda/im2win/conv_gemm_params.h"
+#include "cuda/im2win/reduction_digits.h"
 
 namespace winconv::im2win {
 
@@ -62,48 +69,51 @@ template <int BM, int BK, int THREADS>
 struct GatherOnChipNchw : GatherMapping<BM, BK, THREADS> {
   using Base = GatherMapping<BM, BK, THREADS>;
   WindowOrigin origin;
+  ReductionDigits pos, step;  // (c, u, v) of the next stage's first element; BK as digits
 
   __device__ GatherOnChipNchw(const ConvGemmParams& p, int m0, int tid)
-      : Base(p, m0, tid), origin(p, this->img, this->op, this->oq) {}
+      : Base(p, m0, tid),
+        origin(p, this->img, this->op, this->oq),
+        pos(split_reduction(this->kk_local0, p.r, p.s)),
+        step(split_reduction(BK, p.r, p.s)) {}
 
-  __device__ void load(const ConvGemmParams& p, float* as, int k0) const {
-    int kk = k0 + this->kk_local0;
-    int c = kk / p.rs, rem = kk - c * p.rs;
-    int u = rem / p.s, v = rem - u * p.s;
+  __device__ void load(const ConvGemmParams& p, float* as, int k0) {
+    int kk = k0 + this->kk_local0, c = pos.hi, u = pos.mid, v = pos.lo;
 #pragma unroll
     for (int i = 0; i < Base::kPerThread; ++i, ++kk) {
       const int ih = origin.ih0 + u, iw = origin.iw0 + v;
       const bool ok = this->m_valid && kk < p.kg && unsigned(ih) < unsigned(p.h) && unsigned(iw) < unsigned(p.w);
-      cp_async_4(this->dst(as, i), ok ? origin.image + (c * p.h + ih) * p.w + iw : p.a_src, ok);
+      cp_async_4(this->dst(as, i), origin.image + (ok ? (c * p.h + ih) * p.w + iw : 0), ok);
       if (++v == p.s) { v = 0; if (++u == p.r) { u = 0; ++c; } }
     }
+    step_reduction(pos, step, p.r, p.s);
   }
 };
 
 // OnChipNchw without padding: every window lies inside its image, so the bounds test goes and
 // the element offset is walked incrementally. One compare predicates both the K tail and a tail
-// pixel; about half the integer work per copied element of the padded version.
+// pixel.
 template <int BM, int BK, int THREADS>
 struct GatherOnChipNchwUnpadded : GatherMapping<BM, BK, THREADS> {
   using Base = GatherMapping<BM, BK, THREADS>;
-  const float* window;  // x[n, 0, op*sh, oq*sw]
-  int kk_end;           // kg for a valid pixel, 0 for a tail pixel
+  const float* window;        // x[n, 0, op*sh, oq*sw]
+  int kk_end;                 // kg for a valid pixel, 0 for a tail pixel
+  ReductionDigits pos, step;  // (c, u, v) of the next stage's first element; BK as digits
 
-  __device__ GatherOnChipNchwUnpadded(const ConvGemmParams& p, int m0, int tid) : Base(p, m0, tid) {
+  __device__ GatherOnChipNchwUnpadded(const ConvGemmParams& p, int m0, int tid)
+      : Base(p, m0, tid), pos(split_reduction(this->kk_local0, p.r, p.s)), step(split_reduction(BK, p.r, p.s)) {
     const WindowOrigin o(p, this->img, this->op, this->oq);
     window = o.image + o.ih0 * p.w + o.iw0;
     kk_end = this->m_valid ? p.kg : 0;
   }
 
-  __device__ void load(const ConvGemmParams& p, float* as, int k0) const {
+  __device__ void load(const ConvGemmParams& p, float* as, int k0) {
     const int kk = k0 + this->kk_local0;
-    const int c = kk / p.rs, rem = kk - c * p.rs;
-    int u = rem / p.s, v = rem - u * p.s;
-    int off = (c * p.h + u) * p.w + v;
+    int off = (pos.hi * p.h + pos.mid) * p.w + pos.lo, u = pos.mid, v = pos.lo;
 #pragma unroll
     for (int i = 0; i < Base::kPerThread; ++i) {
       const bool ok = kk + i < kk_end;
-      cp_async_4(this->dst(as, i), ok ? window + off : p.a_src, ok);
+      cp_async_4(this->dst(as, i), window + (ok ? off : 0), ok);
       ++off;
       if (++v == p.s) {
         v = 0;
@@ -114,6 +124,7 @@ struct GatherOnChipNchwUnpadded : GatherMapping<BM, BK, THREADS> {
         }
       }
     }
+    step_reduction(pos, step, p.r, p.s);
   }
 };
 
@@ -121,21 +132,24 @@ template <int BM, int BK, int THREADS>
 struct GatherOnChipNhwc : GatherMapping<BM, BK, THREADS> {
   using Base = GatherMapping<BM, BK, THREADS>;
   WindowOrigin origin;
+  ReductionDigits pos, step;  // (u, v, c) of the next stage's first element; BK as digits
 
   __device__ GatherOnChipNhwc(const ConvGemmParams& p, int m0, int tid)
-      : Base(p, m0, tid), origin(p, this->img, this->op, this->oq) {}
+      : Base(p, m0, tid),
+        origin(p, this->img, this->op, this->oq),
+        pos(split_reduction(this->kk_local0, p.s, p.c)),
+        step(split_reduction(BK, p.s, p.c)) {}
 
-  __device__ void load(const ConvGemmParams& p, float* as, int k0) const {
-    int kk = k0 + this->kk_local0;
-    int t = kk / p.c, c = kk - t * p.c;
-    int u = t / p.s, v = t - u * p.s;
+  __device__ void load(const ConvGemmParams& p, float* as, int k0) {
+    int kk = k0 + this->kk_local0, u = pos.hi, v = pos.mid, c = pos.lo;
 #pragma unroll
     for (int i = 0; i < Base::kPerThread; ++i, ++kk) {
       const int ih = origin.ih0 + u, iw = origin.iw0 + v;
       const bool ok = this->m_valid && kk < p.kg && unsigned(ih) < unsigned(p.h) && unsigned(iw) < unsigned(p.w);
-      cp_async_4(this->dst(as, i), ok ? origin.image + (ih * p.w + iw) * p.c + c : p.a_src, ok);
+      cp_async_4(this->dst(as, i), origin.image + (ok ? (ih * p.w + iw) * p.c + c : 0), ok);
       if (++c == p.c) { c = 0; if (++v == p.s) { v = 0; ++u; } }
     }
+    step_reduction(pos, step, p.s, p.c);
   }
 };
 
@@ -144,22 +158,24 @@ struct GatherWindowNchw : GatherMapping<BM, BK, THREADS> {
   using Base = GatherMapping<BM, BK, THREADS>;
   const float* run;  // the window run of channel 0 for the owned pixel
   int channel_stride;
+  ReductionDigits pos, step;  // (c, 0, j) of the next stage's first element; BK as digits
 
-  __device__ GatherWindowNchw(const ConvGemmParams& p, int m0, int tid) : Base(p, m0, tid) {
+  __device__ GatherWindowNchw(const ConvGemmParams& p, int m0, int tid)
+      : Base(p, m0, tid), pos(split_reduction(this->kk_local0, 1, p.rs)), step(split_reduction(BK, 1, p.rs)) {
     channel_stride = p.p * p.w_padded * p.r;
     run = p.a_src + int64_t(this->img) * p.a_image_stride + this->op * p.w_padded * p.r +
           this->oq * p.stride_w * p.r;
   }
 
-  __device__ void load(const ConvGemmParams& p, float* as, int k0) const {
-    int kk = k0 + this->kk_local0;
-    int c = kk / p.rs, j = kk - c * p.rs;
+  __device__ void load(const ConvGemmParams& p, float* as, int k0) {
+    int kk = k0 + this->kk_local0, c = pos.hi, j = pos.lo;
 #pragma unroll
     for (int i = 0; i < Base::kPerThread; ++i, ++kk) {
       const bool ok = this->m_valid && kk < p.kg;
-      cp_async_4(this->dst(as, i), ok ? run + c * channel_stride + j : p.a_src, ok);
+      cp_async_4(this->dst(as, i), run + (ok ? c * channel_stride + j : 0), ok);
       if (++j == p.rs) { j = 0; ++c; }
     }
+    step_reduction(pos, step, 1, p.rs);
   }
 };
 
@@ -200,36 +216,36 @@ struct GatherNhwcVec {
 
   int kv;
   Source src[kPasses];
+  typename Source::Step step;  // the next stage's reduction position, advanced by BK per load()
 
   __device__ GatherNhwcVec(const ConvGemmParams& p, int m0, int tid) {
     kv = tid % kVecPerRow;
 #pragma unroll
     for (int j = 0; j < kPasses; ++j) src[j].init(p, m0, tid / kVecPerRow + j * kRowsPerPass);
+    step.init(p, kv * 4, BK);
   }
 
-  __device__ void load(const ConvGemmParams& p, float* as, int k0) const {
+  __device__ void load(const ConvGemmParams& p, float* as, int k0) {
     const int kk = k0 + kv * 4;
-    typename Source::Step step;
-    step.init(p, kk);
 #pragma unroll
     for (int j = 0; j < kPasses; ++j) {
       const float* g = nullptr;
       const bool ok = kk < p.kg && src[j].address(p, step, kk, &g);
       cp_async_16(as + src[j].m_local * kAPitchMajorM + kv * 4, ok ? g : p.a_src, ok);
     }
+    step.advance(p);
   }
 };
 
 // Decodes pixel m once; per stage, resolves the address of 4 channels at reduction index kk.
 struct PixelOnChipNhwc {
   struct Step {
-    int u, v, c;
-    __device__ void init(const ConvGemmParams& p, int kk) {
-      const int t = kk / p.c;
-      c = kk - t * p.c;
-      u = t / p.s;
-      v = t - u * p.s;
+    ReductionDigits pos, by;  // (u, v, c) of the stage's reduction index; the stage depth
+    __device__ void init(const ConvGemmParams& p, int kk, int bk) {
+      pos = split_reduction(kk, p.s, p.c);
+      by = split_reduction(bk, p.s, p.c);
     }
+    __device__ void advance(const ConvGemmParams& p) { step_reduction(pos, by, p.s, p.c); }
   };
   const float* image;
   int ih0, iw0, m_local;
@@ -245,15 +261,16 @@ struct PixelOnChipNhwc {
     iw0 = o.iw0;
   }
   __device__ bool address(const ConvGemmParams& p, const Step& st, int, const float** g) const {
-    const int ih = ih0 + st.u, iw = iw0 + st.v;
-    *g = image + (ih * p.w + iw) * p.c + st.c;
+    const int ih = ih0 + st.pos.hi, iw = iw0 + st.pos.mid;
+    *g = image + (ih * p.w + iw) * p.c + st.pos.lo;
     return valid && unsigned(ih) < unsigned(p.h) && unsigned(iw) < unsigned(p.w);
   }
 };
 
 struct PixelWindowNhwc {
   struct Step {
-    __device__ void init(const ConvGemmParams&, int) {}
+    __device__ void init(const ConvGemmParams&, int, int) {}
+    __device__ void advance(const ConvGemmParams&) {}
   };
   const float* run;
   int m_local;

@@ -66,9 +66,9 @@ __global__ void __launch_bounds__(kBlockThreads, 3) backward_base_kernel(BwdBase
       const int xa = px0 & ~3, off = px0 - xa;
       struct Both { QuadRows x, d; };
       stage_tile<1>(
-          np * eh * a.vrow.divisor,
+          np * eh * a.quads.row.divisor,
           [&](int e) {
-            const Pos3 q = split3(e, a.vplane, a.vrow);
+            const Pos3 q = split3(e, a.quads.plane, a.quads.row);
             const int b = pos.b0 + q.p;
             const int64_t pl = (int64_t(b < a.B ? b : a.B - 1) * a.C + c) * a.H * a.W;
             const int y = py0 + 2 * q.y, x = xa + 4 * q.x;
@@ -76,7 +76,7 @@ __global__ void __launch_bounds__(kBlockThreads, 3) backward_base_kernel(BwdBase
                         load_quad_rows(a.dy + pl, a.H, a.W, y, x, b < a.B)};
           },
           [&](int e, const Both& v) {
-            const Pos3 q = split3(e, a.vplane, a.vrow);
+            const Pos3 q = split3(e, a.quads.plane, a.quads.row);
             const int col0 = 4 * q.x - off;
             store_quad_rows(v.x, xs + q.p * pplane, pw, 2 * q.y, col0, pw, ys + q.p * 4 * plane, plane, ew);
             store_quad_rows(v.d, ds + q.p * pplane, pw, 2 * q.y, col0, pw, gs + q.p * 4 * plane, plane, ew);
@@ -141,7 +141,7 @@ __global__ void __launch_bounds__(kBlockThreads, 3) backward_base_kernel(BwdBase
         constexpr int R = decltype(rows_tag)::value;
         const int jobs = np * int(a.pstrips.divisor) * tw;
         for (int e = threadIdx.x; e < jobs; e += blockDim.x) {
-          const StripJob j = strip_job(e, a.pcols2, a.pstrips, R);  // slot = p
+          const StripJob j = strip_job(e, a.qcols, a.pstrips, R);  // slot = p
           const int col = 2 * j.col, p = j.slot, b = pos.b0 + p, x = 2 * pos.x0 + col, y0 = 2 * pos.y0 + j.row0;
           if (b >= a.B || x >= a.W || y0 >= a.H) continue;
           float acc[R][2];
@@ -255,15 +255,12 @@ cudaError_t launch_backward_base(const BwdBaseArgs<T>& args, size_t smem, cudaSt
     a.row = FastDivmod(uint32_t(ew));
     a.qcols = FastDivmod(uint32_t(tw));
     const int qr = strip_rows(a.k, th), pr = kStripRows;
-    a.qstrips = FastDivmod(uint32_t((th + qr - 1) / qr));
-    a.pstrips = FastDivmod(uint32_t((2 * th + pr - 1) / pr));
-    const int nq = (2 * ew + 2 + 3) / 4;  // quads per pixel-tile row, whatever px0 % 4
-    a.vplane = FastDivmod(uint32_t(eh * nq));
-    a.vrow = FastDivmod(uint32_t(nq));
+    a.qstrips = strip_count(th, qr);
+    a.pstrips = strip_count(2 * th, pr);
+    a.quads = quad_divisors(eh, 2 * ew);
     a.pair_sub = tw % 2 == 0;  // even ew and plane: 8-byte aligned G_1 rows
-    a.pcols2 = FastDivmod(uint32_t(tw));
-    a.qcols2 = FastDivmod(uint32_t(tw / 2 > 0 ? tw / 2 : 1));
-    a.qstrips4 = FastDivmod(uint32_t((th + kStripRows - 1) / kStripRows));
+    a.qcols2 = pair_count(tw);
+    a.qstrips4 = strip_count(th, kStripRows);
     a.vec4 = a.stride == 1 && a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.x) % (4 * sizeof(T)) == 0 &&
              reinterpret_cast<uintptr_t>(a.dy) % (4 * sizeof(T)) == 0;
   }

@@ -402,6 +402,12 @@ struct LevelDivisors {
   FastDivmod plane, row, cell, col, strips;
 };
 
+// Index divisors of a base kernel's quad staging (set on the host by quad_divisors): jobs per
+// plane (tile rows x quads per row) and quads per row.
+struct QuadDivisors {
+  FastDivmod plane, row;
+};
+
 // Staging element e of a level kernel (np planes of eh x ew level-l coefficients, the tile origin
 // minus the halo r): the 2x2 block of the level l-1 grid (hin x win) it is the Haar analysis of.
 // in = false outside the level-l grid (hq x wq): zero padding.

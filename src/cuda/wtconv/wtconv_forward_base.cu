@@ -47,15 +47,15 @@ __global__ void __launch_bounds__(kBlockThreads, K == 7 ? 2 : 3) forward_base_ke
       // Quads of 4 columns at multiples of 4 (xa), two rows each: the x tile and Y_1 in one pass.
       const int xa = x0x & ~3, off = x0x - xa;
       stage_tile<1>(
-          np * qh * a.vrow.divisor,
+          np * qh * a.quads.row.divisor,
           [&](int e) {
-            const Pos3 q = split3(e, a.vplane, a.vrow);
+            const Pos3 q = split3(e, a.quads.plane, a.quads.row);
             const int b = pos.b0 + q.p;
             const int64_t pl = int64_t(b < a.B ? b : a.B - 1) * a.C + c;
             return load_quad_rows(a.x + pl * a.H * a.W, a.H, a.W, x0y + 2 * q.y, xa + 4 * q.x, b < a.B);
           },
           [&](int e, const QuadRows& v) {
-            const Pos3 q = split3(e, a.vplane, a.vrow);
+            const Pos3 q = split3(e, a.quads.plane, a.quads.row);
             store_quad_rows(v, xs + q.p * xh * xw, xw, 2 * q.y, 4 * q.x - off, xw, ys + q.p * 4 * qh * qw, qh * qw, qw);
           });
     } else {
@@ -204,21 +204,19 @@ cudaError_t launch_forward_base(const FwdBaseArgs<T>& args, size_t smem, cudaStr
     a.qrow = FastDivmod(uint32_t(qw));
     a.qcols = FastDivmod(uint32_t(qiw));
     const int qr = strip_rows(a.k, qih), orows = strip_rows(a.k, th);
-    a.qstrips = FastDivmod(uint32_t((qih + qr - 1) / qr));
+    a.qstrips = strip_count(qih, qr);
     a.ocols = FastDivmod(uint32_t(tw));
-    a.ostrips = FastDivmod(uint32_t((th + orows - 1) / orows));
-    const int nq = (2 * qw + 2 + 3) / 4;  // quads per x-tile row, whatever x0x % 4
-    a.vplane = FastDivmod(uint32_t(qh * nq));
-    a.vrow = FastDivmod(uint32_t(nq));
+    a.ostrips = strip_count(th, orows);
+    a.quads = quad_divisors(qh, 2 * qw);
     a.vec4 = a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.x) % (4 * sizeof(T)) == 0;
     // Two columns per strip job: even column counts keep every row of the x tile, Y_1 and the
     // pairs 8-byte aligned (the tiles start at multiples of 4 floats, filter_stride).
     a.pair_base = s == 1 && tw % 2 == 0;
     a.pair_sub = qiw % 2 == 0;
-    a.ocols2 = FastDivmod(uint32_t(tw / 2 > 0 ? tw / 2 : 1));
-    a.ostrips4 = FastDivmod(uint32_t((th + kStripRows - 1) / kStripRows));
-    a.qcols2 = FastDivmod(uint32_t(qiw / 2 > 0 ? qiw / 2 : 1));
-    a.qstrips4 = FastDivmod(uint32_t((qih + kStripRows - 1) / kStripRows));
+    a.ocols2 = pair_count(tw);
+    a.ostrips4 = strip_count(th, kStripRows);
+    a.qcols2 = pair_count(qiw);
+    a.qstrips4 = strip_count(qih, kStripRows);
   }
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
   return dispatch_kernel_size(a.k, [&](auto kc) {

@@ -46,7 +46,7 @@ struct FwdBaseArgs {
   // level-1 strip jobs (columns, strips), base strip jobs (columns, strips).
   FastDivmod xplane, xrow, qplane, qrow, qcols, qstrips, ocols, ostrips;
   bool vec4;                 // quad staging (W % 4 == 0, x 4-element aligned)
-  FastDivmod vplane, vrow;   // quad jobs: qh * quads per row, quads per row
+  QuadDivisors quads;       // quad jobs over the qh rows of the x tile
   bool pair_base, pair_sub;  // two columns per strip job in the base / level-1 subband convs
   FastDivmod ocols2, ostrips4, qcols2, qstrips4;  // their column pairs and 4-row strips
 };
@@ -83,12 +83,13 @@ struct BwdBaseArgs {
   int B, C, H, W, Ho, Wo, h1, w1g, k, stride;
   TileGeom g;
   // Index divisors, set by the launcher: pixel tile plane and row, coefficient halo plane and
-  // row, level-1 strip jobs (columns, strips), pixel strips (of kStripRows rows).
+  // row, level-1 strip jobs (columns, strips; qcols also counts the dx conv's column pairs, the
+  // pixel tile being 2 tw wide), pixel strips (of kStripRows rows).
   FastDivmod pplane, prow, plane, row, qcols, qstrips, pstrips;
   bool vec4;                 // quad staging (stride 1, W % 4 == 0, x and dy 4-element aligned)
-  FastDivmod vplane, vrow;   // quad jobs: eh * quads per row, quads per row
+  QuadDivisors quads;       // quad jobs over the eh rows of the pixel tile
   bool pair_sub;             // two columns per level-1 subband strip job (tw even)
-  FastDivmod pcols2, qcols2, qstrips4;  // column pairs of the dx conv and the subband convs; 4-row strips
+  FastDivmod qcols2, qstrips4;  // column pairs of the subband convs; 4-row strips
 };
 template <typename T>
 cudaError_t launch_backward_base(const BwdBaseArgs<T>& a, size_t smem, cudaStream_t stream);
@@ -140,6 +141,22 @@ inline TileGeom geom_of(const WtconvTile& t) {
   return g;
 }
 
+// Divisor of the number of strips of `rows` rows that cover n rows.
+inline FastDivmod strip_count(int n, int rows) { return FastDivmod(uint32_t((n + rows - 1) / rows)); }
+
+// Divisor of the number of column pairs in n columns (at least 1, so that it can divide).
+inline FastDivmod pair_count(int n) { return FastDivmod(uint32_t(n / 2 > 0 ? n / 2 : 1)); }
+
+// Divisors of the quad staging jobs of a base kernel: `rows` row pairs of the tile, each row
+// `cols` elements wide starting anywhere in a 4-aligned quad (up to 3 elements of lead-in).
+inline QuadDivisors quad_divisors(int rows, int cols) {
+  const int per_row = (cols + 2 + 3) / 4;
+  QuadDivisors q;
+  q.plane = FastDivmod(uint32_t(rows * per_row));
+  q.row = FastDivmod(uint32_t(per_row));
+  return q;
+}
+
 // Divisors of the level kernels (forward and backward): halo plane and row, coefficient tile and
 // row, strips per subband column.
 inline LevelDivisors level_divisors(const TileGeom& g, int k) {
@@ -149,7 +166,7 @@ inline LevelDivisors level_divisors(const TileGeom& g, int k) {
   d.row = FastDivmod(uint32_t(ew));
   d.cell = FastDivmod(uint32_t(g.th * g.tw));
   d.col = FastDivmod(uint32_t(g.tw));
-  d.strips = FastDivmod(uint32_t((g.th + kStripRows - 1) / kStripRows));
+  d.strips = strip_count(g.th, kStripRows);
   return d;
 }
 
