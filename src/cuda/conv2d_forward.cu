@@ -2,6 +2,7 @@
 #include <cstdint>
 
 #include "common/conv2d_validate.h"
+#include "cuda/conv2d_forward_tiled.h"
 #include "cuda/cuda_status.h"
 #include "cuda/im2win/conv_fp32_launch.h"
 #include "cuda/im2win/im2win_transform.h"
@@ -45,6 +46,11 @@ Status conv2d_forward_workspace_size(const Conv2dConfig& config, size_t* bytes) 
 
 Status conv2d_forward(const Conv2dConfig& config, const void* x, const void* w, void* y, void* workspace,
                       size_t workspace_bytes, cudaStream_t stream) {
+  return conv2d_forward_tiled(config, x, w, y, workspace, workspace_bytes, stream, nullptr);
+}
+
+Status conv2d_forward_tiled(const Conv2dConfig& config, const void* x, const void* w, void* y, void* workspace,
+                            size_t workspace_bytes, cudaStream_t stream, const im2win::TileShape* tile_override) {
   Status st = conv2d_validate(config);
   if (!st.ok()) return st;
   const std::pair<const char*, const void*> pointers[] = {{"x", x}, {"w", w}, {"y", y}};
@@ -86,7 +92,9 @@ Status conv2d_forward(const Conv2dConfig& config, const void* x, const void* w, 
   p.rs = p.r * p.s;
   p.y_image_stride = pb.k * pb.p() * pb.q();
   p.a_image_stride = materialized ? pb.c * pb.p() * (pb.w + 2 * pb.pad_w) * pb.r : pb.c * pb.h * pb.w;
-  const im2win::TileShape tile = im2win::select_tile(p.m, p.n, num_sms);
+  const auto a_order = nhwc_vec ? im2win::AStageOrder::kPixelMajor : im2win::AStageOrder::kKMajor;
+  const im2win::TileShape tile =
+      tile_override ? *tile_override : im2win::select_tile(p.m, p.n, num_sms, a_order);
   p.m_tiles = int((p.m + im2win::tile_bm(tile) - 1) / im2win::tile_bm(tile));
   p.n_tiles = int((p.n + im2win::tile_bn(tile) - 1) / im2win::tile_bn(tile));
   if (int64_t(p.m_tiles) * p.n_tiles > int64_t(INT32_MAX)) {

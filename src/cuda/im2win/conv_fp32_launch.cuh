@@ -26,7 +26,6 @@ cudaError_t launch_conv_fp32(const ConvGemmParams& p, TileShape tile, cudaStream
     case TileShape::k128x128: return launch_conv_fp32_tile<128, 128, Gather, kOutNchw>(p, stream);
     case TileShape::k128x64: return launch_conv_fp32_tile<128, 64, Gather, kOutNchw>(p, stream);
     case TileShape::k64x128: return launch_conv_fp32_tile<64, 128, Gather, kOutNchw>(p, stream);
-    case TileShape::k64x64: return launch_conv_fp32_tile<64, 64, Gather, kOutNchw>(p, stream);
   }
   return cudaErrorInvalidValue;
 }

@@ -5,14 +5,9 @@
 #include <cuda_runtime.h>
 
 #include "cuda/im2win/conv_gemm_params.h"
+#include "cuda/im2win/tile_shape.h"
 
 namespace winconv::im2win {
-
-enum class TileShape { k128x128, k128x64, k64x128, k64x64 };
-
-inline int tile_bm(TileShape t) { return (t == TileShape::k128x128 || t == TileShape::k128x64) ? 128 : 64; }
-inline int tile_bn(TileShape t) { return (t == TileShape::k128x128 || t == TileShape::k64x128) ? 128 : 64; }
-const char* tile_name(TileShape t);
 
 cudaError_t launch_conv_fp32_onchip_nchw(const ConvGemmParams& p, TileShape tile, cudaStream_t stream);
 // NCHW without padding: no bounds tests in the gather.

@@ -342,23 +342,40 @@ __device__ __forceinline__ QuadRows load_quad_rows(const T* plane, int H, int W,
 __device__ __forceinline__ void store_quad_rows(const QuadRows& v, float* tile, int pitch, int row, int col0,
                                                 int ncols, float* sub, int sub_plane, int sub_pitch) {
   const float a[4] = {v.r0.x, v.r0.y, v.r0.z, v.r0.w}, b[4] = {v.r1.x, v.r1.y, v.r1.z, v.r1.w};
+  // A warp's quads sit 4 floats apart: scalar stores meet 4-way bank conflicts (2-way in the
+  // subbands), so whole aligned quads go out as one 16-byte store per row and one 8-byte store
+  // per subband.
+  const bool inside = col0 >= 0 && col0 + 4 <= ncols;
+  float* t0 = tile + row * pitch + col0;
+  if (inside && ((reinterpret_cast<uintptr_t>(t0) | (uintptr_t(pitch) * sizeof(float))) & 15) == 0) {
+    *reinterpret_cast<float4*>(t0) = v.r0;
+    *reinterpret_cast<float4*>(t0 + pitch) = v.r1;
+  } else {
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int col = col0 + i;
-    if (col >= 0 && col < ncols) {
-      tile[row * pitch + col] = a[i];
-      tile[(row + 1) * pitch + col] = b[i];
+    for (int i = 0; i < 4; ++i) {
+      const int col = col0 + i;
+      if (col >= 0 && col < ncols) {
+        tile[row * pitch + col] = a[i];
+        tile[(row + 1) * pitch + col] = b[i];
+      }
     }
   }
+  float z[2][4];
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int col = col0 + 2 * h;
-    if (col >= 0 && col < ncols) {
-      float z[4];
-      haar4(a[2 * h], a[2 * h + 1], b[2 * h], b[2 * h + 1], z);
-      float* dst = sub + (row >> 1) * sub_pitch + (col >> 1);
+  for (int h = 0; h < 2; ++h) haar4(a[2 * h], a[2 * h + 1], b[2 * h], b[2 * h + 1], z[h]);
+  float* d0 = sub + (row >> 1) * sub_pitch + (col0 >> 1);
+  if (inside && ((reinterpret_cast<uintptr_t>(d0) | (uintptr_t(sub_plane) * sizeof(float))) & 7) == 0) {
 #pragma unroll
-      for (int t = 0; t < 4; ++t) dst[t * sub_plane] = z[t];
+    for (int t = 0; t < 4; ++t) *reinterpret_cast<float2*>(d0 + t * sub_plane) = make_float2(z[0][t], z[1][t]);
+  } else {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int col = col0 + 2 * h;
+      if (col >= 0 && col < ncols) {
+        float* dst = sub + (row >> 1) * sub_pitch + (col >> 1);
+#pragma unroll
+        for (int t = 0; t < 4; ++t) dst[t * sub_plane] = z[h][t];
+      }
     }
   }
 }

@@ -1,0 +1,147 @@
+// Tile sweep for the FP32 im2win GEMM: times every tile shape on every layer of a layers CSV
+// (both layouts, the on-chip algorithm) and marks the one select_tile chooses, so the selection
+// rule can be checked against measurements. Each shape's output is compared with the selected
+// shape's (same reduction order per element, so they agree to rounding).
+//
+//   conv_tile_sweep LAYERS_CSV [BATCH] [ITERS]
+//
+// Prints: layer layout tile ms tflops max_rel_diff selected
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cuda/conv2d_forward_tiled.h"
+#include "cuda/im2win/tile_select.h"
+
+using namespace winconv;
+
+namespace {
+
+#define CHECK_CUDA(e)                                                                   \
+  do {                                                                                  \
+    cudaError_t err_ = (e);                                                             \
+    if (err_ != cudaSuccess) {                                                          \
+      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(err_)); \
+      std::exit(2);                                                                     \
+    }                                                                                   \
+  } while (0)
+
+struct Layer {
+  std::string name;
+  int64_t c, h, w, k, r, s, stride, pad;
+};
+
+std::vector<Layer> read_layers(const char* path) {
+  std::ifstream in(path);
+  std::vector<Layer> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#' || line.rfind("name,", 0) == 0) continue;
+    std::stringstream ss(line);
+    Layer l;
+    std::string f;
+    std::getline(ss, l.name, ',');
+    int64_t* v[] = {&l.c, &l.h, &l.w, &l.k, &l.r, &l.s, &l.stride, &l.pad};
+    for (int64_t* p : v) {
+      std::getline(ss, f, ',');
+      *p = std::stoll(f);
+    }
+    out.push_back(l);
+  }
+  return out;
+}
+
+__global__ void fill_uniform(float* p, int64_t n, uint32_t seed) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    uint32_t h = uint32_t(i) * 2654435761u ^ seed;
+    h ^= h >> 15; h *= 2246822519u; h ^= h >> 13;
+    p[i] = float(h & 0xffff) / 32768.f - 1.f;
+  }
+}
+
+void fill(float* p, int64_t n, uint32_t seed) { fill_uniform<<<1024, 256>>>(p, n, seed); }
+
+const im2win::TileShape kTiles[] = {im2win::TileShape::k128x128, im2win::TileShape::k128x64,
+                                    im2win::TileShape::k64x128};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s LAYERS_CSV [BATCH] [ITERS]\n", argv[0]);
+    return 1;
+  }
+  const int64_t batch = argc > 2 ? std::atoll(argv[2]) : 128;
+  const int iters = argc > 3 ? std::atoi(argv[3]) : 10;
+  int dev = 0, sms = 0;
+  CHECK_CUDA(cudaGetDevice(&dev));
+  CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  cudaEvent_t e0, e1;
+  CHECK_CUDA(cudaEventCreate(&e0));
+  CHECK_CUDA(cudaEventCreate(&e1));
+  std::printf("layer layout tile ms tflops max_rel_diff selected\n");
+  for (const Layer& l : read_layers(argv[1])) {
+    for (Layout layout : {Layout::kNCHW, Layout::kNHWC}) {
+      Conv2dConfig cfg;
+      cfg.problem.n = batch; cfg.problem.c = l.c; cfg.problem.h = l.h; cfg.problem.w = l.w;
+      cfg.problem.k = l.k; cfg.problem.r = l.r; cfg.problem.s = l.s;
+      cfg.problem.stride_h = cfg.problem.stride_w = l.stride;
+      cfg.problem.pad_h = cfg.problem.pad_w = l.pad;
+      cfg.layout = layout;
+      cfg.algo = Conv2dAlgo::kOnChip;
+      size_t ws_bytes = 0;
+      Status st = conv2d_forward_workspace_size(cfg, &ws_bytes);
+      if (!st.ok()) { std::fprintf(stderr, "%s: %s\n", l.name.c_str(), st.message().c_str()); return 1; }
+      const int64_t nx = cfg.problem.x_elements(), nw = cfg.problem.w_elements(), ny = cfg.problem.y_elements();
+      float *x, *w, *y, *yref;
+      void* ws;
+      CHECK_CUDA(cudaMalloc(&x, nx * 4)); CHECK_CUDA(cudaMalloc(&w, nw * 4));
+      CHECK_CUDA(cudaMalloc(&y, ny * 4)); CHECK_CUDA(cudaMalloc(&yref, ny * 4));
+      CHECK_CUDA(cudaMalloc(&ws, std::max<size_t>(ws_bytes, 256)));
+      fill(x, nx, 1); fill(w, nw, 2);
+      st = conv2d_forward(cfg, x, w, yref, ws, ws_bytes, nullptr);
+      if (!st.ok()) { std::fprintf(stderr, "%s: %s\n", l.name.c_str(), st.message().c_str()); return 1; }
+      const int64_t m = batch * cfg.problem.p() * cfg.problem.q();
+      const bool pixel_major = layout == Layout::kNHWC && l.c % 4 == 0;  // conv2d_forward's nhwc_vec
+      const im2win::TileShape chosen = im2win::select_tile(
+          m, l.k, sms, pixel_major ? im2win::AStageOrder::kPixelMajor : im2win::AStageOrder::kKMajor);
+      std::vector<float> href(ny), h(ny);
+      CHECK_CUDA(cudaMemcpy(href.data(), yref, ny * 4, cudaMemcpyDeviceToHost));
+      for (im2win::TileShape t : kTiles) {
+        CHECK_CUDA(cudaMemset(y, 0xff, ny * 4));  // NaN poison
+        st = conv2d_forward_tiled(cfg, x, w, y, ws, ws_bytes, nullptr, &t);
+        if (!st.ok()) { std::fprintf(stderr, "%s: %s\n", l.name.c_str(), st.message().c_str()); return 1; }
+        CHECK_CUDA(cudaMemcpy(h.data(), y, ny * 4, cudaMemcpyDeviceToHost));
+        double num = 0, den = 0;
+        for (int64_t i = 0; i < ny; ++i) {
+          const double d = double(h[i]) - href[i];
+          num = std::isnan(h[i]) ? INFINITY : std::max(num, std::fabs(d));
+          den = std::max(den, std::fabs(double(href[i])));
+          if (std::isinf(num)) break;
+        }
+        for (int i = 0; i < 2; ++i) conv2d_forward_tiled(cfg, x, w, y, ws, ws_bytes, nullptr, &t);
+        CHECK_CUDA(cudaEventRecord(e0));
+        for (int i = 0; i < iters; ++i) conv2d_forward_tiled(cfg, x, w, y, ws, ws_bytes, nullptr, &t);
+        CHECK_CUDA(cudaEventRecord(e1));
+        CHECK_CUDA(cudaEventSynchronize(e1));
+        float ms = 0;
+        CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+        ms /= iters;
+        std::printf("%s %s %s %.4f %.2f %.2e %s\n", l.name.c_str(), layout == Layout::kNCHW ? "nchw" : "nhwc",
+                    im2win::tile_name(t), ms, cfg.problem.flops() / ms * 1e-9, num / (den > 0 ? den : 1),
+                    t == chosen ? "*" : "");
+        std::fflush(stdout);
+      }
+      CHECK_CUDA(cudaFree(x)); CHECK_CUDA(cudaFree(w)); CHECK_CUDA(cudaFree(y));
+      CHECK_CUDA(cudaFree(yref)); CHECK_CUDA(cudaFree(ws));
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,74 @@
+// The tile-shape rule of the FP32 im2win GEMM (src/cuda/im2win/tile_select.h): the cases its
+// model is meant to decide, on a 132-SM GPU, and the invariants every choice must keep.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "cuda/im2win/tile_select.h"
+
+namespace winconv::im2win {
+namespace {
+
+constexpr int kSms = 132;
+constexpr AStageOrder kK = AStageOrder::kKMajor, kPix = AStageOrder::kPixelMajor;
+
+#define EXPECT_TILE(got, want) EXPECT_EQ(got, want) << tile_name(got) << " instead of " << tile_name(want)
+
+TEST(TileSelect, LongGemmWithWideNTakesTheLargestTileWhenKMajor) {
+  // conv8-like: M = 1.5e6, N = 128, thousands of tiles per shape: the wave tail is negligible.
+  EXPECT_TILE(select_tile(1548800, 128, kSms, kK), TileShape::k128x128);
+}
+
+TEST(TileSelect, PixelMajorAvoidsThe256ThreadTile) {
+  EXPECT_TILE(select_tile(1548800, 128, kSms, kPix), TileShape::k64x128);
+}
+
+TEST(TileSelect, NarrowNNeverPaysForAWideTile) {
+  // N <= 64: a BN = 128 tile computes as many padded columns as real ones.
+  for (int64_t m : {int64_t(3000), int64_t(50000), int64_t(1520768)})
+    for (AStageOrder o : {kK, kPix}) {
+      const TileShape t = select_tile(m, 64, kSms, o);
+      EXPECT_EQ(tile_bn(t), 64) << "m " << m << ": " << tile_name(t);
+    }
+}
+
+TEST(TileSelect, WaveTailMovesToASmallerTile) {
+  // conv11-like: 288 tiles of 128x128 give 24 SMs a third tile; 576 tiles of 64x128 spread to
+  // at most 5 per SM, 2.5 large-tile equivalents.
+  EXPECT_TILE(select_tile(18432, 256, kSms, kK), TileShape::k64x128);
+}
+
+TEST(TileSelect, SmallGemmKeepsLargeTilesOverManyTinyOnes) {
+  // conv12-like: M = 3200, N = 512: 100 tiles of 128x128 run in one round on 132 SMs.
+  EXPECT_TILE(select_tile(3200, 512, kSms, kK), TileShape::k128x128);
+}
+
+TEST(TileSelect, UnderfilledGpuTakesTheSmallestArea) {
+  // M = 392, N = 512 (a 7x7 layer at batch 8): at most 32 tiles, each block alone on its SM, so
+  // the time follows the tile area; 64x128 gathers the fewest A elements of the two halves.
+  EXPECT_TILE(select_tile(392, 512, kSms, kK), TileShape::k64x128);
+  EXPECT_TILE(select_tile(392, 512, kSms, kPix), TileShape::k64x128);
+}
+
+TEST(TileSelect, ChoiceIsNeverPredictedSlowerThanAnotherShape) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int64_t> m_dist(1, 4000000);
+  std::uniform_int_distribution<int64_t> n_dist(1, 2048);
+  for (int i = 0; i < 20000; ++i) {
+    const int64_t m = m_dist(rng), n = n_dist(rng);
+    for (AStageOrder o : {kK, kPix}) {
+      const TileShape t = select_tile(m, n, kSms, o);
+      for (TileShape other : {TileShape::k128x128, TileShape::k64x128, TileShape::k128x64})
+        ASSERT_LE(tile_cost(m, n, kSms, t, o), tile_cost(m, n, kSms, other, o))
+            << "m " << m << " n " << n << ": " << tile_name(t) << " vs " << tile_name(other);
+    }
+  }
+}
+
+TEST(TileSelect, OtherSmCountsShiftTheTail) {
+  // The same conv11-like GEMM on a GPU with 144 SMs: 288 tiles of 128x128 are exactly two per SM.
+  EXPECT_TILE(select_tile(18432, 256, 144, kK), TileShape::k128x128);
+}
+
+}  // namespace
+}  // namespace winconv::im2win
