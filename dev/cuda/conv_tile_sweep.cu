@@ -6,17 +6,21 @@
 //   conv_tile_sweep LAYERS_CSV [BATCH] [ITERS]
 //
 // Prints: layer layout tile ms tflops max_rel_diff selected
+//
+// Build (from the repository root, after the library):
+//   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -DWINCONV_HAVE_CUDA=1 -Iinclude -Isrc -Ibench \
+//     dev/cuda/conv_tile_sweep.cu bench/bench_common.cpp -Lbuild -lwinconv -Xlinker -rpath='$ORIGIN/..' \
+//     -o build/dev/conv_tile_sweep
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "bench_common.h"
 #include "cuda/conv2d_forward_tiled.h"
 #include "cuda/im2win/tile_select.h"
 
@@ -32,31 +36,6 @@ namespace {
       std::exit(2);                                                                     \
     }                                                                                   \
   } while (0)
-
-struct Layer {
-  std::string name;
-  int64_t c, h, w, k, r, s, stride, pad;
-};
-
-std::vector<Layer> read_layers(const char* path) {
-  std::ifstream in(path);
-  std::vector<Layer> out;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#' || line.rfind("name,", 0) == 0) continue;
-    std::stringstream ss(line);
-    Layer l;
-    std::string f;
-    std::getline(ss, l.name, ',');
-    int64_t* v[] = {&l.c, &l.h, &l.w, &l.k, &l.r, &l.s, &l.stride, &l.pad};
-    for (int64_t* p : v) {
-      std::getline(ss, f, ',');
-      *p = std::stoll(f);
-    }
-    out.push_back(l);
-  }
-  return out;
-}
 
 __global__ void fill_uniform(float* p, int64_t n, uint32_t seed) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
@@ -80,6 +59,14 @@ int main(int argc, char** argv) {
   }
   const int64_t batch = argc > 2 ? std::atoll(argv[2]) : 128;
   const int iters = argc > 3 ? std::atoi(argv[3]) : 10;
+  bench::Options opt;
+  opt.layers_file = argv[1];
+  std::string error;
+  const std::vector<bench::Layer> layers = bench::load_layers(opt, &error);
+  if (!error.empty()) {
+    std::fprintf(stderr, "%s\n", error.c_str());
+    return 1;
+  }
   int dev = 0, sms = 0;
   CHECK_CUDA(cudaGetDevice(&dev));
   CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
@@ -87,14 +74,9 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaEventCreate(&e0));
   CHECK_CUDA(cudaEventCreate(&e1));
   std::printf("layer layout tile ms tflops max_rel_diff selected\n");
-  for (const Layer& l : read_layers(argv[1])) {
+  for (const bench::Layer& l : layers) {
     for (Layout layout : {Layout::kNCHW, Layout::kNHWC}) {
-      Conv2dConfig cfg;
-      cfg.problem.n = batch; cfg.problem.c = l.c; cfg.problem.h = l.h; cfg.problem.w = l.w;
-      cfg.problem.k = l.k; cfg.problem.r = l.r; cfg.problem.s = l.s;
-      cfg.problem.stride_h = cfg.problem.stride_w = l.stride;
-      cfg.problem.pad_h = cfg.problem.pad_w = l.pad;
-      cfg.layout = layout;
+      Conv2dConfig cfg = bench::make_config(l, batch, Precision::kFP32, layout);
       cfg.algo = Conv2dAlgo::kOnChip;
       size_t ws_bytes = 0;
       Status st = conv2d_forward_workspace_size(cfg, &ws_bytes);
