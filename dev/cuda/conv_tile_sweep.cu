@@ -5,7 +5,7 @@
 //
 //   conv_tile_sweep LAYERS_CSV [BATCH] [ITERS]
 //
-// Prints: layer layout tile ms tflops max_rel_diff selected
+// Prints: layer layout tile ms tflops max_rel_diff splits selected
 //
 // Build (from the repository root, after the library):
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -DWINCONV_HAVE_CUDA=1 -Iinclude -Isrc -Ibench \
@@ -73,14 +73,19 @@ int main(int argc, char** argv) {
   cudaEvent_t e0, e1;
   CHECK_CUDA(cudaEventCreate(&e0));
   CHECK_CUDA(cudaEventCreate(&e1));
-  std::printf("layer layout tile ms tflops max_rel_diff selected\n");
+  std::printf("layer layout tile ms tflops max_rel_diff splits selected\n");
   for (const bench::Layer& l : layers) {
     for (Layout layout : {Layout::kNCHW, Layout::kNHWC}) {
       Conv2dConfig cfg = bench::make_config(l, batch, Precision::kFP32, layout);
       cfg.algo = Conv2dAlgo::kOnChip;
-      size_t ws_bytes = 0;
-      Status st = conv2d_forward_workspace_size(cfg, &ws_bytes);
-      if (!st.ok()) { std::fprintf(stderr, "%s: %s\n", l.name.c_str(), st.message().c_str()); return 1; }
+      size_t ws_bytes = 0;  // the largest any shape needs (split-K partials depend on the tile count)
+      Status st = Status::Ok();
+      for (im2win::TileShape t : kTiles) {
+        size_t b = 0;
+        st = conv2d_forward_tiled_workspace_size(cfg, &t, &b);
+        if (!st.ok()) { std::fprintf(stderr, "%s: %s\n", l.name.c_str(), st.message().c_str()); return 1; }
+        ws_bytes = std::max(ws_bytes, b);
+      }
       const int64_t nx = cfg.problem.x_elements(), nw = cfg.problem.w_elements(), ny = cfg.problem.y_elements();
       float *x, *w, *y, *yref;
       void* ws;
@@ -90,10 +95,7 @@ int main(int argc, char** argv) {
       fill(x, nx, 1); fill(w, nw, 2);
       st = conv2d_forward(cfg, x, w, yref, ws, ws_bytes, nullptr);
       if (!st.ok()) { std::fprintf(stderr, "%s: %s\n", l.name.c_str(), st.message().c_str()); return 1; }
-      const int64_t m = batch * cfg.problem.p() * cfg.problem.q();
-      const bool pixel_major = layout == Layout::kNHWC && l.c % 4 == 0;  // conv2d_forward's nhwc_vec
-      const im2win::TileShape chosen = im2win::select_tile(
-          m, l.k, sms, pixel_major ? im2win::AStageOrder::kPixelMajor : im2win::AStageOrder::kKMajor);
+      const im2win::TileShape chosen = conv2d_gemm_plan(cfg, sms, nullptr).tile;
       std::vector<float> href(ny), h(ny);
       CHECK_CUDA(cudaMemcpy(href.data(), yref, ny * 4, cudaMemcpyDeviceToHost));
       for (im2win::TileShape t : kTiles) {
@@ -116,9 +118,9 @@ int main(int argc, char** argv) {
         float ms = 0;
         CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
         ms /= iters;
-        std::printf("%s %s %s %.4f %.2f %.2e %s\n", l.name.c_str(), layout == Layout::kNCHW ? "nchw" : "nhwc",
+        std::printf("%s %s %s %.4f %.2f %.2e %d %s\n", l.name.c_str(), layout == Layout::kNCHW ? "nchw" : "nhwc",
                     im2win::tile_name(t), ms, cfg.problem.flops() / ms * 1e-9, num / (den > 0 ? den : 1),
-                    t == chosen ? "*" : "");
+                    conv2d_gemm_plan(cfg, sms, &t).ksplit.splits, t == chosen ? "*" : "");
         std::fflush(stdout);
       }
       CHECK_CUDA(cudaFree(x)); CHECK_CUDA(cudaFree(w)); CHECK_CUDA(cudaFree(y));

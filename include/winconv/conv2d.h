@@ -56,7 +56,10 @@ struct Conv2dConfig {
 // and the precision/algo combination. Host-only; launches nothing.
 Status conv2d_validate(const Conv2dConfig& config);
 
-// Bytes of device workspace conv2d_forward needs for this config (0 for on-chip variants).
+// Bytes of device workspace conv2d_forward needs for this config on the current CUDA device: the
+// repacked filter, the window tensor (materialized algorithm) and, for GEMMs too small to fill
+// the GPU, the partial tiles of the reduction splits. The splits depend on the device's SM count,
+// so ask with the device current that will run the call. Without a device: the unsplit size.
 Status conv2d_forward_workspace_size(const Conv2dConfig& config, size_t* bytes);
 
 // The algorithm kAuto resolves to for this config (already resolved ones are returned unchanged).

@@ -6,6 +6,7 @@
 #include "cuda/cuda_status.h"
 #include "cuda/im2win/conv_fp32_launch.h"
 #include "cuda/im2win/im2win_transform.h"
+#include "cuda/im2win/splitk_reduce.h"
 #include "cuda/im2win/tile_select.h"
 #include "winconv/conv2d.h"
 
@@ -18,30 +19,62 @@ size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
 int padded_k(const Conv2dProblem& pb) { return int((pb.k + 3) / 4 * 4); }
 
-// Workspace: [repacked filter | window tensor (materialized only)], each 256-byte aligned.
+// The split partial tiles: m * n rounded up to 4 floats each (16-byte aligned).
+int64_t partial_stride(const Conv2dGemmPlan& g) { return (g.m * g.n + 3) / 4 * 4; }
+
+// Workspace: [repacked filter | window tensor (materialized only) | split-K partial tiles (split-K
+// only)], each 256-byte aligned.
 struct WorkspaceLayout {
-  size_t filter_bytes = 0, window_offset = 0, window_bytes = 0, total = 0;
+  size_t filter_bytes = 0, window_offset = 0, window_bytes = 0, partial_offset = 0, partial_bytes = 0, total = 0;
 };
 
-WorkspaceLayout workspace_layout(const Conv2dConfig& config, Conv2dAlgo algo) {
+WorkspaceLayout workspace_layout(const Conv2dConfig& config, Conv2dAlgo algo, const Conv2dGemmPlan& plan) {
   const Conv2dProblem& pb = config.problem;
   WorkspaceLayout l;
   l.filter_bytes = sizeof(float) * size_t(pb.c * pb.r * pb.s) * size_t(padded_k(pb));
   l.window_offset = align_up(l.filter_bytes, kWorkspaceAlign);
   if (algo == Conv2dAlgo::kMaterialized)
     l.window_bytes = sizeof(float) * size_t(pb.n * pb.c * pb.p() * (pb.w + 2 * pb.pad_w) * pb.r);
-  l.total = algo == Conv2dAlgo::kMaterialized ? l.window_offset + l.window_bytes : l.filter_bytes;
+  l.partial_offset = align_up(l.window_offset + l.window_bytes, kWorkspaceAlign);
+  if (plan.ksplit.splits > 1) l.partial_bytes = sizeof(float) * size_t(plan.ksplit.splits) * size_t(partial_stride(plan));
+  l.total = l.partial_bytes > 0 ? l.partial_offset + l.partial_bytes
+            : l.window_bytes > 0 ? l.window_offset + l.window_bytes
+                                 : l.filter_bytes;
   return l;
+}
+
+// The SM count of the current device, 0 when there is none (the workspace query still answers).
+int current_sms() {
+  int num_sms = 0;
+  return cuda_check_device(&num_sms).ok() ? num_sms : 0;
 }
 
 }  // namespace
 
-Status conv2d_forward_workspace_size(const Conv2dConfig& config, size_t* bytes) {
+Conv2dGemmPlan conv2d_gemm_plan(const Conv2dConfig& config, int num_sms, const im2win::TileShape* tile_override) {
+  const Conv2dProblem& pb = config.problem;
+  Conv2dGemmPlan g;
+  g.m = pb.n * pb.p() * pb.q();
+  g.n = pb.k;
+  g.a_order = config.layout == Layout::kNHWC && pb.c % 4 == 0 ? im2win::AStageOrder::kPixelMajor
+                                                                : im2win::AStageOrder::kKMajor;
+  g.tile = tile_override ? *tile_override : im2win::select_tile(g.m, g.n, num_sms > 0 ? num_sms : 1, g.a_order);
+  const int k_tiles = int((pb.c * pb.r * pb.s + im2win::kBK - 1) / im2win::kBK);
+  g.ksplit = im2win::select_k_splits(g.m, g.n, g.tile, k_tiles, num_sms);
+  return g;
+}
+
+Status conv2d_forward_tiled_workspace_size(const Conv2dConfig& config, const im2win::TileShape* tile_override,
+                                           size_t* bytes) {
   Status st = conv2d_validate(config);
   if (!st.ok()) return st;
   if (!bytes) return Status(StatusCode::kNullPointer, "bytes is null");
-  *bytes = workspace_layout(config, conv2d_resolve_algo(config)).total;
+  *bytes = workspace_layout(config, conv2d_resolve_algo(config), conv2d_gemm_plan(config, current_sms(), tile_override)).total;
   return Status::Ok();
+}
+
+Status conv2d_forward_workspace_size(const Conv2dConfig& config, size_t* bytes) {
+  return conv2d_forward_tiled_workspace_size(config, nullptr, bytes);
 }
 
 Status conv2d_forward(const Conv2dConfig& config, const void* x, const void* w, void* y, void* workspace,
@@ -58,8 +91,12 @@ Status conv2d_forward_tiled(const Conv2dConfig& config, const void* x, const voi
     st = conv2d_check_pointer(name, ptr, kConv2dPointerAlignment);
     if (!st.ok()) return st;
   }
+  int num_sms = 0;
+  st = cuda_check_device(&num_sms);
+  if (!st.ok()) return st;
   const Conv2dAlgo algo = conv2d_resolve_algo(config);
-  const WorkspaceLayout ws = workspace_layout(config, algo);
+  const Conv2dGemmPlan plan = conv2d_gemm_plan(config, num_sms, tile_override);
+  const WorkspaceLayout ws = workspace_layout(config, algo, plan);
   if (workspace_bytes < ws.total) {
     return Status(StatusCode::kWorkspaceTooSmall,
                   "workspace_bytes=" + std::to_string(workspace_bytes) + " but this call needs " +
@@ -69,15 +106,12 @@ Status conv2d_forward_tiled(const Conv2dConfig& config, const void* x, const voi
     st = conv2d_check_pointer("workspace", workspace, kConv2dPointerAlignment);
     if (!st.ok()) return st;
   }
-  int num_sms = 0;
-  st = cuda_check_device(&num_sms);
-  if (!st.ok()) return st;
 
   const Conv2dProblem& pb = config.problem;
   const bool nchw = config.layout == Layout::kNCHW;
   const bool materialized = algo == Conv2dAlgo::kMaterialized;
   // Whole 16-byte channel groups (x is 16-byte aligned): coalesced vector copies of the window.
-  const bool nhwc_vec = !nchw && pb.c % 4 == 0;
+  const bool nhwc_vec = plan.a_order == im2win::AStageOrder::kPixelMajor;
   im2win::ConvGemmParams p;
   p.m = int(pb.n * pb.p() * pb.q());
   p.n = int(pb.k);
@@ -92,9 +126,7 @@ Status conv2d_forward_tiled(const Conv2dConfig& config, const void* x, const voi
   p.rs = p.r * p.s;
   p.y_image_stride = pb.k * pb.p() * pb.q();
   p.a_image_stride = materialized ? pb.c * pb.p() * (pb.w + 2 * pb.pad_w) * pb.r : pb.c * pb.h * pb.w;
-  const auto a_order = nhwc_vec ? im2win::AStageOrder::kPixelMajor : im2win::AStageOrder::kKMajor;
-  const im2win::TileShape tile =
-      tile_override ? *tile_override : im2win::select_tile(p.m, p.n, num_sms, a_order);
+  const im2win::TileShape tile = plan.tile;
   p.m_tiles = int((p.m + im2win::tile_bm(tile) - 1) / im2win::tile_bm(tile));
   p.n_tiles = int((p.n + im2win::tile_bn(tile) - 1) / im2win::tile_bn(tile));
   if (int64_t(p.m_tiles) * p.n_tiles > int64_t(INT32_MAX)) {
@@ -105,6 +137,11 @@ Status conv2d_forward_tiled(const Conv2dConfig& config, const void* x, const voi
   auto* filter = reinterpret_cast<float*>(base);
   p.b = filter;
   p.y = static_cast<float*>(y);
+  im2win::SplitKParams sk;
+  sk.k_splits = plan.ksplit.splits;
+  sk.k_tiles_per_split = plan.ksplit.tiles_per_split;
+  sk.partial_stride = partial_stride(plan);
+  if (sk.k_splits > 1) sk.partial = reinterpret_cast<float*>(base + ws.partial_offset);
   const auto order = materialized ? (nchw ? im2win::ReductionOrder::kCVU : im2win::ReductionOrder::kVUC)
                                   : (nchw ? im2win::ReductionOrder::kCUV : im2win::ReductionOrder::kUVC);
   WINCONV_RETURN_IF_CUDA_ERROR(
@@ -116,19 +153,21 @@ Status conv2d_forward_tiled(const Conv2dConfig& config, const void* x, const voi
         im2win::launch_im2win_window(config, static_cast<const float*>(x), window, stream),
         "im2win transform launch");
     p.a_src = window;
-    WINCONV_RETURN_IF_CUDA_ERROR(nchw        ? im2win::launch_conv_fp32_window_nchw(p, tile, stream)
-                                 : nhwc_vec ? im2win::launch_conv_fp32_window_nhwc_vec(p, tile, stream)
-                                            : im2win::launch_conv_fp32_window_nhwc(p, tile, stream),
+    WINCONV_RETURN_IF_CUDA_ERROR(nchw        ? im2win::launch_conv_fp32_window_nchw(p, sk, tile, stream)
+                                 : nhwc_vec ? im2win::launch_conv_fp32_window_nhwc_vec(p, sk, tile, stream)
+                                            : im2win::launch_conv_fp32_window_nhwc(p, sk, tile, stream),
                                  "im2win window GEMM launch");
   } else {
     p.a_src = static_cast<const float*>(x);
     const bool unpadded = pb.pad_h == 0 && pb.pad_w == 0;
-    WINCONV_RETURN_IF_CUDA_ERROR(nchw && unpadded ? im2win::launch_conv_fp32_onchip_nchw_unpadded(p, tile, stream)
-                                 : nchw       ? im2win::launch_conv_fp32_onchip_nchw(p, tile, stream)
-                                 : nhwc_vec ? im2win::launch_conv_fp32_onchip_nhwc_vec(p, tile, stream)
-                                            : im2win::launch_conv_fp32_onchip_nhwc(p, tile, stream),
+    WINCONV_RETURN_IF_CUDA_ERROR(nchw && unpadded ? im2win::launch_conv_fp32_onchip_nchw_unpadded(p, sk, tile, stream)
+                                 : nchw       ? im2win::launch_conv_fp32_onchip_nchw(p, sk, tile, stream)
+                                 : nhwc_vec ? im2win::launch_conv_fp32_onchip_nhwc_vec(p, sk, tile, stream)
+                                            : im2win::launch_conv_fp32_onchip_nhwc(p, sk, tile, stream),
                                  "im2win on-chip GEMM launch");
   }
+  if (sk.k_splits > 1)
+    WINCONV_RETURN_IF_CUDA_ERROR(im2win::launch_splitk_reduce(p, sk, nchw, stream), "split-K reduction launch");
   return Status::Ok();
 }
 

@@ -1,12 +1,33 @@
-// conv2d_forward with the GEMM tile shape given by the caller instead of select_tile's choice.
+// conv2d_forward with the GEMM tile shape given by the caller instead of select_tile's choice
+// (the reduction splits follow from it), and the plan either one runs.
 // Not public API: the tile sweep in dev/ uses it to measure the shapes the selection rule
 // chooses between. A null tile_override is exactly conv2d_forward.
 #pragma once
 
+#include <cstdint>
+
 #include "cuda/im2win/conv_fp32_launch.h"
+#include "cuda/im2win/tile_select.h"
 #include "winconv/conv2d.h"
 
 namespace winconv {
+
+// How the FP32 GEMM of a call runs on a device with num_sms SMs: the GEMM size, how the A stage
+// is stored (pixel-major for NHWC with C % 4 == 0: 16-byte channel copies), the tile shape and
+// the reduction splits. With no device (num_sms = 0) there is one split.
+struct Conv2dGemmPlan {
+  int64_t m = 0, n = 0;
+  im2win::AStageOrder a_order = im2win::AStageOrder::kKMajor;
+  im2win::TileShape tile = im2win::TileShape::k128x128;
+  im2win::KSplit ksplit;
+};
+
+// tile_override: the shape to use instead of select_tile's (null: select_tile's).
+Conv2dGemmPlan conv2d_gemm_plan(const Conv2dConfig& config, int num_sms, const im2win::TileShape* tile_override);
+
+// The workspace conv2d_forward_tiled needs with this tile (null: select_tile's).
+Status conv2d_forward_tiled_workspace_size(const Conv2dConfig& config, const im2win::TileShape* tile_override,
+                                           size_t* bytes);
 
 Status conv2d_forward_tiled(const Conv2dConfig& config, const void* x, const void* w, void* y, void* workspace,
                             size_t workspace_bytes, cudaStream_t stream, const im2win::TileShape* tile_override);

@@ -107,6 +107,9 @@ std::array<T, kMaxLevels> pointers(at::TensorList list) {
   return out;
 }
 
+// Output extent of a strided WTConv2d along one axis (the stride subsamples from index 0).
+int64_t strided_extent(int64_t n, int64_t stride) { return (n + stride - 1) / stride; }
+
 at::Tensor workspace(size_t bytes, const at::Tensor& like) {
   return at::empty({static_cast<int64_t>(bytes > 0 ? bytes : 1)}, like.options().dtype(at::kByte));
 }
@@ -119,12 +122,11 @@ const float* ptr_or_null(const std::optional<at::Tensor>& t) {
 at::Tensor forward_checked(const Dims& d, const at::Tensor& x, const at::Tensor& w0,
                            const std::optional<at::Tensor>& b0, const at::Tensor& s0, at::TensorList wl,
                            at::TensorList sl) {
-  const int64_t stride = d.stride;
   const c10::cuda::CUDAGuard guard(x.device());
   size_t ws_bytes = 0;
   check_rc(winconv_wtconv_forward_workspace_size(d.b, d.c, d.h, d.w, d.k, d.levels, d.stride, d.dtype, &ws_bytes),
            "wtconv2d forward workspace query");
-  at::Tensor y = at::empty({d.b, d.c, (d.h + stride - 1) / stride, (d.w + stride - 1) / stride}, x.options());
+  at::Tensor y = at::empty({d.b, d.c, strided_extent(d.h, d.stride), strided_extent(d.w, d.stride)}, x.options());
   at::Tensor ws = workspace(ws_bytes, x);
   const auto wptr = pointers<const float*>(wl);
   const auto sptr = pointers<const float*>(sl);
@@ -146,7 +148,7 @@ at::Tensor forward_meta(const at::Tensor& x, const at::Tensor&, const std::optio
                         at::TensorList, at::TensorList, int64_t stride) {
   TORCH_CHECK(x.dim() == 4, "wtconv2d: input must be 4-D (B, C, H, W), got shape ", x.sizes());
   TORCH_CHECK(stride >= 1, "wtconv2d: stride must be >= 1, got ", stride);
-  return at::empty({x.size(0), x.size(1), (x.size(2) + stride - 1) / stride, (x.size(3) + stride - 1) / stride},
+  return at::empty({x.size(0), x.size(1), strided_extent(x.size(2), stride), strided_extent(x.size(3), stride)},
                    x.options());
 }
 
@@ -171,7 +173,6 @@ class WtconvFunction : public torch::autograd::Function<WtconvFunction> {
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
     const variable_list saved = ctx->get_saved_variables();
     const Dims d = Dims::from_list(ctx->saved_data["dims"].toIntVector());
-    const int64_t stride = d.stride;
     const at::Tensor &x = saved[0], &w0 = saved[1], &b0 = saved[2], &s0 = saved[3];
     const size_t levels = (saved.size() - 4) / 2;
     const at::TensorList wl(saved.data() + 4, levels), sl(saved.data() + 4 + levels, levels);
@@ -182,8 +183,8 @@ class WtconvFunction : public torch::autograd::Function<WtconvFunction> {
     TORCH_CHECK(dy.scalar_type() == x.scalar_type() && dy.device() == x.device(),
                 "wtconv2d: the output gradient must have the input's dtype and device, got ", dy.scalar_type(),
                 " on ", dy.device());
-    TORCH_CHECK(dy.dim() == 4 && dy.size(0) == d.b && dy.size(1) == d.c && dy.size(2) == (d.h + stride - 1) / stride &&
-                    dy.size(3) == (d.w + stride - 1) / stride,
+    TORCH_CHECK(dy.dim() == 4 && dy.size(0) == d.b && dy.size(1) == d.c && dy.size(2) == strided_extent(d.h, d.stride) &&
+                    dy.size(3) == strided_extent(d.w, d.stride),
                 "wtconv2d: the output gradient has shape ", dy.sizes(), ", which is not the output's");
     const c10::cuda::CUDAGuard guard(x.device());
     size_t ws_bytes = 0;

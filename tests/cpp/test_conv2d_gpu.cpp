@@ -3,11 +3,13 @@
 // layers at batch 2. Outputs are poisoned with NaN before each run.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include "conv2d_test_util.h"
 #include "cpu/im2win_cpu.h"
+#include "cuda/conv2d_forward_tiled.h"
 #include "cuda/im2win/im2win_transform.h"
 #include "gpu_test_util.h"
 
@@ -47,6 +49,19 @@ void expect_matches_reference(const Conv2dConfig& cfg, std::mt19937_64& rng) {
 }
 
 const Conv2dAlgo kAlgos[] = {Conv2dAlgo::kAuto, Conv2dAlgo::kOnChip, Conv2dAlgo::kMaterialized};
+
+// A config from a row {n, c, h, w, k, r, s, stride, pad} (square stride and padding).
+Conv2dConfig config_from_row(const int64_t (&row)[9], Layout layout, Conv2dAlgo algo) {
+  Conv2dConfig cfg;
+  cfg.layout = layout;
+  cfg.algo = algo;
+  Conv2dProblem& pb = cfg.problem;
+  pb.n = row[0]; pb.c = row[1]; pb.h = row[2]; pb.w = row[3];
+  pb.k = row[4]; pb.r = row[5]; pb.s = row[6];
+  pb.stride_h = pb.stride_w = row[7];
+  pb.pad_h = pb.pad_w = row[8];
+  return cfg;
+}
 
 TEST(Im2winTransformGpu, MatchesCpuTransform) {
   WINCONV_REQUIRE_GPU();
@@ -106,15 +121,46 @@ TEST(Conv2dGpu, LargeTilesAndManyTiles) {
   for (const auto& s : shapes)
     for (Layout layout : {Layout::kNCHW, Layout::kNHWC})
       for (Conv2dAlgo algo : kAlgos) {
-        Conv2dConfig cfg;
-        cfg.layout = layout;
-        cfg.algo = algo;
-        cfg.problem.n = s[0]; cfg.problem.c = s[1]; cfg.problem.h = s[2]; cfg.problem.w = s[3];
-        cfg.problem.k = s[4]; cfg.problem.r = s[5]; cfg.problem.s = s[6];
-        cfg.problem.stride_h = cfg.problem.stride_w = s[7];
-        cfg.problem.pad_h = cfg.problem.pad_w = s[8];
+        const Conv2dConfig cfg = config_from_row(s, layout, algo);
         expect_matches_reference(cfg, rng);
       }
+}
+
+TEST(Conv2dGpu, SplitKMatchesReferenceAndRepeatsBitForBit) {
+  // Small M, deep reduction: the tiles leave SMs idle, so the GEMM splits the reduction and a
+  // second pass adds the partial tiles. K_gemm is a multiple of neither BK nor the split, the
+  // last split is shorter, and a tail pixel or channel sits in every tile. The last shape runs
+  // 128x128 tiles (71 of them on 132 SMs) in NCHW.
+  WINCONV_REQUIRE_GPU();
+  int device = 0, sms = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), cudaSuccess);
+  std::mt19937_64 rng(29);
+  const int64_t shapes[][9] = {
+      // n, c, h, w, k, r, s, stride, pad
+      {1, 67, 9, 11, 37, 3, 3, 1, 1}, {2, 129, 7, 7, 130, 3, 3, 1, 0},
+      {1, 61, 5, 6, 5, 5, 5, 1, 2},   {3, 260, 4, 4, 64, 1, 1, 1, 0},
+      {1, 64, 95, 95, 128, 3, 3, 1, 1},
+  };
+  int split_runs = 0, runs = 0;
+  for (const auto& s : shapes)
+    for (Layout layout : {Layout::kNCHW, Layout::kNHWC})
+      for (Conv2dAlgo algo : kAlgos) {
+        const Conv2dConfig cfg = config_from_row(s, layout, algo);
+        const Conv2dGemmPlan plan = conv2d_gemm_plan(cfg, sms, nullptr);
+        SCOPED_TRACE(testing::describe(cfg) + " tile " + im2win::tile_name(plan.tile) + ", " +
+                     std::to_string(plan.ksplit.splits) + " splits");
+        ++runs;
+        split_runs += plan.ksplit.splits > 1;
+        expect_matches_reference(cfg, rng);
+        const auto x = random_vector(size_t(cfg.problem.x_elements()), rng);
+        const auto w = random_vector(size_t(cfg.problem.w_elements()), rng);
+        const auto y1 = run_gpu(cfg, x, w), y2 = run_gpu(cfg, x, w);
+        ASSERT_EQ(y1.size(), y2.size());
+        EXPECT_EQ(std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float)), 0) << "reruns differ";
+      }
+  // On 132 SMs every run splits; a GPU with other SM counts splits at least the one-tile shapes.
+  EXPECT_GE(split_runs, sms == 132 ? runs : 1) << split_runs << " of " << runs << " runs split the reduction";
 }
 
 TEST(Conv2dGpu, BenchmarkLayersAtBatch2) {

@@ -2,6 +2,7 @@
 // model is meant to decide, on a 132-SM GPU, and the invariants every choice must keep.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "cuda/im2win/tile_select.h"
@@ -70,6 +71,61 @@ TEST(TileSelect, ChoiceIsNeverPredictedSlowerThanAnotherShape) {
 TEST(TileSelect, OtherSmCountsShiftTheTail) {
   // The same conv11-like GEMM on a GPU with 144 SMs: 288 tiles of 128x128 are exactly two per SM.
   EXPECT_TILE(select_tile(18432, 256, 144, kK), TileShape::k128x128);
+}
+
+TEST(KSplit, NoSplitWhenTheTilesFillTheGpu) {
+  // conv8-like: thousands of tiles.
+  const KSplit ks = select_k_splits(1548800, 128, TileShape::k128x128, 36, kSms);
+  EXPECT_EQ(ks.splits, 1);
+  EXPECT_EQ(ks.tiles_per_split, 36);
+}
+
+TEST(KSplit, ShallowReductionsAreNotSplit) {
+  // Fewer than two splits' worth of k-steps: the pipeline would not fill.
+  EXPECT_EQ(select_k_splits(200, 512, TileShape::k64x128, 2 * kMinKTilesPerSplit - 1, kSms).splits, 1);
+}
+
+TEST(KSplit, NoDeviceMeansNoSplit) {
+  EXPECT_EQ(select_k_splits(200, 512, TileShape::k64x128, 288, 0).splits, 1);
+}
+
+TEST(KSplit, SplitsThatLeaveTheBusiestSmAsBusyAreNotTaken) {
+  // 98 tiles of 128x128, 27 k-steps (a 5x5 layer at batch 32): two or three splits still give
+  // some SM a whole tile's work, and the partial tiles cost extra (measured 11-22% slower).
+  EXPECT_EQ(select_k_splits(12512, 100, TileShape::k128x128, 27, kSms).splits, 1);
+  // 100 tiles, 288 k-steps (conv12 at batch 128): two splits predict nothing, five do.
+  const KSplit ks = select_k_splits(3200, 512, TileShape::k128x128, 288, kSms);
+  EXPECT_NE(ks.splits, 2);
+  EXPECT_GT(ks.splits, 1);
+}
+
+TEST(KSplit, AFewDeepTilesSplitToTheCap) {
+  // conv12 at batch 8: 16 tiles of 64x128, 288 k-steps (measured 4.8x with 8 splits).
+  const KSplit ks = select_k_splits(200, 512, TileShape::k64x128, 288, kSms);
+  EXPECT_EQ(ks.splits, kMaxKSplits);
+  EXPECT_EQ(ks.tiles_per_split, 36);
+}
+
+TEST(KSplit, SplitsCoverTheReductionExactlyAndNoneIsEmpty) {
+  std::mt19937 rng(7);
+  const TileShape shapes[] = {TileShape::k128x128, TileShape::k64x128, TileShape::k128x64};
+  for (int trial = 0; trial < 20000; ++trial) {
+    const int64_t m = 1 + rng() % 40000, n = 1 + rng() % 1024;
+    const int k_tiles = 1 + int(rng() % 600);
+    const TileShape t = shapes[rng() % 3];
+    const KSplit ks = select_k_splits(m, n, t, k_tiles, kSms);
+    ASSERT_GE(ks.splits, 1);
+    ASSERT_LE(ks.splits, kMaxKSplits);
+    // Splits [0, splits - 1) are full; the last holds the rest, at least one step.
+    const int last = k_tiles - (ks.splits - 1) * ks.tiles_per_split;
+    ASSERT_GE(last, 1) << m << " " << n << " " << k_tiles;
+    ASSERT_LE(last, ks.tiles_per_split) << m << " " << n << " " << k_tiles;
+    if (ks.splits > 1) {
+      ASSERT_GE(ks.tiles_per_split, kMinKTilesPerSplit);
+      // Only a GEMM that leaves SMs idle in its last round is split.
+      ASSERT_NE(tile_count(m, n, t) % kSms, 0) << m << " " << n;
+    }
+  }
 }
 
 }  // namespace

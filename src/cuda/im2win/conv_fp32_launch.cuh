@@ -9,23 +9,24 @@
 namespace winconv::im2win {
 
 template <int BM, int BN, template <int, int, int> class Gather, bool kOutNchw>
-cudaError_t launch_conv_fp32_tile(const ConvGemmParams& p, cudaStream_t stream) {
+cudaError_t launch_conv_fp32_tile(const ConvGemmParams& p, const SplitKParams& sk, cudaStream_t stream) {
   using Traits = TileTraits<BM, BN, Gather<BM, kBK, TileTraits<BM, BN>::kThreads>::kMajorM>;
-  auto* kernel = conv_fp32_simt_kernel<BM, BN, Gather, kOutNchw>;
+  auto* kernel = sk.k_splits > 1 ? conv_fp32_simt_kernel<BM, BN, Gather, kOutNchw, true>
+                                 : conv_fp32_simt_kernel<BM, BN, Gather, kOutNchw, false>;
   // Above 48 KB of dynamic shared memory a kernel must opt in; cheap and idempotent.
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Traits::kSmemBytes);
   if (err != cudaSuccess) return err;
-  const unsigned blocks = unsigned(p.m_tiles) * unsigned(p.n_tiles);
-  kernel<<<blocks, Traits::kThreads, Traits::kSmemBytes, stream>>>(p);
+  const dim3 grid(unsigned(p.m_tiles) * unsigned(p.n_tiles), unsigned(sk.k_splits));
+  kernel<<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(p, sk);
   return cudaGetLastError();
 }
 
 template <template <int, int, int> class Gather, bool kOutNchw>
-cudaError_t launch_conv_fp32(const ConvGemmParams& p, TileShape tile, cudaStream_t stream) {
+cudaError_t launch_conv_fp32(const ConvGemmParams& p, const SplitKParams& sk, TileShape tile, cudaStream_t stream) {
   switch (tile) {
-    case TileShape::k128x128: return launch_conv_fp32_tile<128, 128, Gather, kOutNchw>(p, stream);
-    case TileShape::k128x64: return launch_conv_fp32_tile<128, 64, Gather, kOutNchw>(p, stream);
-    case TileShape::k64x128: return launch_conv_fp32_tile<64, 128, Gather, kOutNchw>(p, stream);
+    case TileShape::k128x128: return launch_conv_fp32_tile<128, 128, Gather, kOutNchw>(p, sk, stream);
+    case TileShape::k128x64: return launch_conv_fp32_tile<128, 64, Gather, kOutNchw>(p, sk, stream);
+    case TileShape::k64x128: return launch_conv_fp32_tile<64, 128, Gather, kOutNchw>(p, sk, stream);
   }
   return cudaErrorInvalidValue;
 }

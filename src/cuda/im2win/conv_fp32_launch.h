@@ -1,5 +1,6 @@
 // Host-side entry to the FP32 im2win GEMM kernels: one launcher per (A source, layout), each
-// dispatching over the tile shapes that tile_select.h chooses from.
+// dispatching over the tile shapes that tile_select.h chooses from, and to the split-K kernel
+// when sk.k_splits > 1.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -9,14 +10,17 @@
 
 namespace winconv::im2win {
 
-cudaError_t launch_conv_fp32_onchip_nchw(const ConvGemmParams& p, TileShape tile, cudaStream_t stream);
-// NCHW without padding: no bounds tests in the gather.
-cudaError_t launch_conv_fp32_onchip_nchw_unpadded(const ConvGemmParams& p, TileShape tile, cudaStream_t stream);
-cudaError_t launch_conv_fp32_onchip_nhwc(const ConvGemmParams& p, TileShape tile, cudaStream_t stream);
-cudaError_t launch_conv_fp32_window_nchw(const ConvGemmParams& p, TileShape tile, cudaStream_t stream);
-cudaError_t launch_conv_fp32_window_nhwc(const ConvGemmParams& p, TileShape tile, cudaStream_t stream);
+// Every launcher has this type: the GEMM's parameters, its reduction splits, the tile shape.
+using ConvFp32Launcher = cudaError_t(const ConvGemmParams& p, const SplitKParams& sk, TileShape tile,
+                                     cudaStream_t stream);
+
+ConvFp32Launcher launch_conv_fp32_onchip_nchw;
+ConvFp32Launcher launch_conv_fp32_onchip_nchw_unpadded;  // NCHW without padding: no bounds tests
+ConvFp32Launcher launch_conv_fp32_onchip_nhwc;
+ConvFp32Launcher launch_conv_fp32_window_nchw;
+ConvFp32Launcher launch_conv_fp32_window_nhwc;
 // NHWC with C % 4 == 0: 16-byte channel copies into a pixel-major A stage.
-cudaError_t launch_conv_fp32_onchip_nhwc_vec(const ConvGemmParams& p, TileShape tile, cudaStream_t stream);
-cudaError_t launch_conv_fp32_window_nhwc_vec(const ConvGemmParams& p, TileShape tile, cudaStream_t stream);
+ConvFp32Launcher launch_conv_fp32_onchip_nhwc_vec;
+ConvFp32Launcher launch_conv_fp32_window_nhwc_vec;
 
 }  // namespace winconv::im2win

@@ -13,6 +13,14 @@
 //
 // Epilogue: the accumulators go through shared memory so each warp writes a contiguous run of
 // y (pixels for NCHW, channels for NHWC) instead of 8-element scatters.
+//
+// Split-K (kSplitK, launched when sk.k_splits > 1 for GEMMs whose tiles leave SMs idle):
+// blockIdx.y picks a contiguous range of the reduction; the block writes its partial tile
+// row-major into sk.partial, and splitk_reduce adds the splits in a fixed order (deterministic)
+// into y. A separate instantiation with its own argument (SplitKParams) leaves the unsplit
+// kernels' machine code as it was without split-K: a runtime split, or the split fields inside
+// ConvGemmParams, made ptxas reload parameters in the loop of the 128x64 scalar NHWC kernel
+// (3% slower on conv3 and conv7 NHWC).
 #pragma once
 
 #include <cstdint>
@@ -23,7 +31,6 @@
 
 namespace winconv::im2win {
 
-constexpr int kBK = 16;
 constexpr int kStages = 4;
 constexpr int kTM = 8, kTN = 8;
 
@@ -49,11 +56,11 @@ constexpr int conv_min_blocks_per_sm() {
   return kThreads == 128 && !kMajorM ? 4 : 256 / kThreads + 1;
 }
 
-template <int BM, int BN, template <int, int, int> class Gather, bool kOutNchw>
+template <int BM, int BN, template <int, int, int> class Gather, bool kOutNchw, bool kSplitK>
 __global__ void __launch_bounds__(TileTraits<BM, BN>::kThreads,
                                   conv_min_blocks_per_sm<TileTraits<BM, BN>::kThreads,
                                                          Gather<BM, kBK, TileTraits<BM, BN>::kThreads>::kMajorM>())
-conv_fp32_simt_kernel(const ConvGemmParams p) {
+conv_fp32_simt_kernel(const ConvGemmParams p, const SplitKParams sk) {
   constexpr bool kMajorM = Gather<BM, kBK, TileTraits<BM, BN>::kThreads>::kMajorM;
   using Traits = TileTraits<BM, BN, kMajorM>;
   constexpr int T = Traits::kThreads;
@@ -70,8 +77,12 @@ conv_fp32_simt_kernel(const ConvGemmParams p) {
   if (m_tile & 1) n_tile = p.n_tiles - 1 - n_tile;
   const int m0 = m_tile * BM, n0 = n_tile * BN;
   const int tid = threadIdx.x;
+  const int split = kSplitK ? int(blockIdx.y) : 0;
+  const int kt_begin = split * sk.k_tiles_per_split;
+  const int kt_all = (p.kg + kBK - 1) / kBK;
+  const int k_tiles = kSplitK ? min(kt_all, kt_begin + sk.k_tiles_per_split) - kt_begin : kt_all;  // >= 1 (host)
 
-  Gather<BM, kBK, T> gather(p, m0, tid);  // stateful gathers advance per load(), in k order
+  Gather<BM, kBK, T> gather(p, m0, tid, kt_begin * kBK);  // stateful gathers advance per load(), in k order
 
   auto load_b = [&](float* bs, int k0) {
     constexpr int kVecPerRow = BN / 4;
@@ -87,12 +98,11 @@ conv_fp32_simt_kernel(const ConvGemmParams p) {
     }
   };
 
-  const int k_tiles = (p.kg + kBK - 1) / kBK;
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < k_tiles) {
-      gather.load(p, a_stages + s * kAStage, s * kBK);
-      load_b(b_stages + s * kBK * BN, s * kBK);
+      gather.load(p, a_stages + s * kAStage, (kt_begin + s) * kBK);
+      load_b(b_stages + s * kBK * BN, (kt_begin + s) * kBK);
     }
     cp_async_commit();
   }
@@ -110,8 +120,8 @@ conv_fp32_simt_kernel(const ConvGemmParams p) {
     const int next = kt + kStages - 1;
     if (next < k_tiles) {
       const int slot = next % kStages;
-      gather.load(p, a_stages + slot * kAStage, next * kBK);
-      load_b(b_stages + slot * kBK * BN, next * kBK);
+      gather.load(p, a_stages + slot * kAStage, (kt_begin + next) * kBK);
+      load_b(b_stages + slot * kBK * BN, (kt_begin + next) * kBK);
     }
     cp_async_commit();
 
@@ -171,7 +181,10 @@ conv_fp32_simt_kernel(const ConvGemmParams p) {
       cs[nl * Traits::kCPitch + ml] = acc[i][j];
     }
   }
-  if (kOutNchw) {
+  // A split writes its partial tile row-major, like the NHWC output.
+  constexpr bool out_nchw = kOutNchw && !kSplitK;
+  float* const out = kSplitK ? sk.partial + int64_t(split) * sk.partial_stride : p.y;
+  if constexpr (out_nchw) {
     // Where pixel m starts in y: image * K*P*Q + (p*Q + q); channel n adds n*P*Q.
     for (int ml = tid; ml < BM; ml += T) {
       const int m = m0 + ml < p.m ? m0 + ml : 0;
@@ -182,7 +195,7 @@ conv_fp32_simt_kernel(const ConvGemmParams p) {
   __syncthreads();
   // Four consecutive outputs per thread: one 16-byte store when they are contiguous and aligned
   // in y (same image, in range, 16-byte boundary), else four predicated scalar stores.
-  if (kOutNchw) {
+  if constexpr (out_nchw) {
     for (int e = tid; e < BM * BN / 4; e += T) {
       const int nl = e / (BM / 4), ml = (e - nl * (BM / 4)) * 4;
       const int n = n0 + nl;
@@ -205,12 +218,12 @@ conv_fp32_simt_kernel(const ConvGemmParams p) {
       const float* c = cs + nl * Traits::kCPitch + ml;
       const int64_t base = int64_t(m) * p.n + n;
       if (n + 3 < p.n && (base & 3) == 0) {
-        *reinterpret_cast<float4*>(p.y + base) =
+        *reinterpret_cast<float4*>(out + base) =
             make_float4(c[0], c[Traits::kCPitch], c[2 * Traits::kCPitch], c[3 * Traits::kCPitch]);
       } else {
 #pragma unroll
         for (int j = 0; j < 4; ++j)
-          if (n + j < p.n) p.y[base + j] = c[j * Traits::kCPitch];
+          if (n + j < p.n) out[base + j] = c[j * Traits::kCPitch];
       }
     }
   }

@@ -7,6 +7,8 @@
 
 namespace winconv::im2win {
 
+constexpr int kBK = 16;  // reduction depth of one pipeline stage
+
 struct ConvGemmParams {
   const float* a_src = nullptr;  // x (on-chip variants) or the window tensor (materialized)
   const float* b = nullptr;      // filter repacked k-major: b[kk * n_pad + k], zero for k >= K
@@ -19,6 +21,16 @@ struct ConvGemmParams {
   int64_t a_image_stride = 0;  // elements of one image in a_src (x: C*H*W, window: C*P*W'*R)
   int64_t y_image_stride = 0;  // K*P*Q
   int m_tiles = 0, n_tiles = 0;
+};
+
+// Split-K: blockIdx.y = split; each split runs k_tiles_per_split BK-deep steps of the reduction.
+// With k_splits > 1 the splits write row-major [m][n] partial tiles, split s at
+// partial + s * partial_stride, and splitk_reduce sums them in split order into y.
+// A separate kernel argument (conv_fp32_simt_kernel.cuh says why).
+struct SplitKParams {
+  int k_splits = 1, k_tiles_per_split = 0;
+  float* partial = nullptr;
+  int64_t partial_stride = 0;  // m * n rounded up to 4 (16-byte aligned partial tiles)
 };
 
 }  // namespace winconv::im2win

@@ -19,7 +19,9 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 
+#include "cuda/im2win/conv_gemm_params.h"
 #include "cuda/im2win/tile_shape.h"
 
 namespace winconv::im2win {
@@ -57,6 +59,69 @@ inline TileShape select_tile(int64_t m, int64_t n, int num_sms, AStageOrder orde
   for (TileShape t : {TileShape::k64x128, TileShape::k128x64})
     if (tile_cost(m, n, num_sms, t, order) < tile_cost(m, n, num_sms, best, order)) best = t;
   return best;
+}
+
+// Reduction splits (split-K) for a GEMM whose tiles leave SMs idle (docs/perf-notes.md, v7).
+// Predicted time of s splits = GEMM + reduction pass:
+//   GEMM: the busiest SM runs ceil(tiles * s / SMs) blocks of ceil(k_tiles / s) BK-deep steps
+//         each, at one SM's FP32 rate times sm_share_rate of the warps resident on it (a lone
+//         4-warp block runs at ~0.9 of a full SM: two splits of 100 64x128 tiles, one and two
+//         blocks per SM, measured 8-13% faster);
+//   reduction: the s partial tiles written and read once more (8 * s * M * N bytes) plus a launch.
+// The split with the least predicted time is taken when it beats one split by kMinSplitGain (the
+// margin covers what the model leaves out). Two splits of 100 tiles on 132 SMs, say, predict no
+// gain (the busiest SM still runs a whole tile's work): measured 1-22% slower, so not taken.
+// Each split keeps at least kMinKTilesPerSplit steps (the 4-stage pipeline fills).
+// The rates are H200 figures; elsewhere they move the trade-off only through their ratio.
+constexpr int kMaxKSplits = 8;
+constexpr int kMinKTilesPerSplit = 8;
+constexpr double kSmFlopsPerNs = 300.0;   // one SM in the GEMM kernel (~40 TFLOPS / 132 SMs)
+constexpr double kPartialBytesPerNs = 3000.0;
+constexpr double kReduceLaunchNs = 3000.0;
+constexpr double kMinSplitGain = 1.15;
+
+struct KSplit {
+  int splits = 1;           // splits that run (none empty)
+  int tiles_per_split = 0;  // BK-deep steps per split (the last may have fewer)
+};
+
+// The splits that `requested` becomes: steps per split rounded up, so none is empty.
+inline KSplit k_split_of(int k_tiles, int requested) {
+  KSplit ks;
+  ks.tiles_per_split = (k_tiles + requested - 1) / requested;
+  ks.splits = (k_tiles + ks.tiles_per_split - 1) / ks.tiles_per_split;
+  return ks;
+}
+
+// The share of a full SM's rate that the resident warps reach: 8 or more saturate it.
+inline double sm_share_rate(int64_t resident_warps) {
+  return resident_warps >= 8 ? 1.0 : 0.78 + 0.0275 * double(resident_warps);
+}
+
+// Predicted time in ns of the GEMM (m x n, k_tiles BK-deep steps) with these splits.
+inline double k_split_cost_ns(int64_t m, int64_t n, TileShape t, int num_sms, const KSplit& ks) {
+  const int64_t blocks = tile_count(m, n, t) * ks.splits;
+  const int64_t busiest = (blocks + num_sms - 1) / num_sms;
+  const int64_t warps_per_block = tile_bm(t) * tile_bn(t) / 64 / 32;  // 8x8 outputs per thread
+  const double rate = kSmFlopsPerNs * sm_share_rate(busiest * warps_per_block);
+  const double step_flops = 2.0 * tile_bm(t) * tile_bn(t) * kBK;
+  const double gemm = double(busiest) * ks.tiles_per_split * step_flops / rate;
+  const double reduce = ks.splits > 1 ? 8.0 * ks.splits * double(m) * double(n) / kPartialBytesPerNs + kReduceLaunchNs : 0.0;
+  return gemm + reduce;
+}
+
+inline KSplit select_k_splits(int64_t m, int64_t n, TileShape t, int k_tiles, int num_sms) {
+  KSplit best = k_split_of(k_tiles, 1);
+  if (num_sms <= 0) return best;
+  const double unsplit = k_split_cost_ns(m, n, t, num_sms, best);
+  double best_cost = unsplit;
+  for (int s = 2; s <= kMaxKSplits && s * kMinKTilesPerSplit <= k_tiles; ++s) {
+    const KSplit ks = k_split_of(k_tiles, s);
+    if (ks.tiles_per_split < kMinKTilesPerSplit) continue;
+    const double cost = k_split_cost_ns(m, n, t, num_sms, ks);
+    if (cost < best_cost) { best = ks; best_cost = cost; }
+  }
+  return unsplit >= kMinSplitGain * best_cost ? best : k_split_of(k_tiles, 1);
 }
 
 }  // namespace winconv::im2win

@@ -11,8 +11,9 @@
 //   WindowNchw    kk = (c, j)     element I_hat[n, c, p, q*sw*R + j], j < S*R (one run per channel)
 //   WindowNhwc    kk = j          element I_hat[n, p, q*sw, j], j < S*R*C (one run per pixel)
 //
-// The pipeline loads the stages in k order, BK apart, so a gather keeps the digits of its first
-// reduction index (reduction_digits.h) and steps them by BK per stage: no division in the loop.
+// The pipeline loads the stages in k order, BK apart, from k_begin (the first index of the block's
+// reduction split), so a gather keeps the digits of its first reduction index
+// (reduction_digits.h) and steps them by BK per stage: no division in the loop.
 // A predicated-off copy reads nothing; it keeps an address inside the tensor (the window or
 // image start of the owned pixel, pixel 0's for a tail pixel) rather than selecting a 64-bit
 // fallback pointer per element.
@@ -71,10 +72,10 @@ struct GatherOnChipNchw : GatherMapping<BM, BK, THREADS> {
   WindowOrigin origin;
   ReductionDigits pos, step;  // (c, u, v) of the next stage's first element; BK as digits
 
-  __device__ GatherOnChipNchw(const ConvGemmParams& p, int m0, int tid)
+  __device__ GatherOnChipNchw(const ConvGemmParams& p, int m0, int tid, int k_begin)
       : Base(p, m0, tid),
         origin(p, this->img, this->op, this->oq),
-        pos(split_reduction(this->kk_local0, p.r, p.s)),
+        pos(split_reduction(k_begin + this->kk_local0, p.r, p.s)),
         step(split_reduction(BK, p.r, p.s)) {}
 
   __device__ void load(const ConvGemmParams& p, float* as, int k0) {
@@ -100,8 +101,10 @@ struct GatherOnChipNchwUnpadded : GatherMapping<BM, BK, THREADS> {
   int kk_end;                 // kg for a valid pixel, 0 for a tail pixel
   ReductionDigits pos, step;  // (c, u, v) of the next stage's first element; BK as digits
 
-  __device__ GatherOnChipNchwUnpadded(const ConvGemmParams& p, int m0, int tid)
-      : Base(p, m0, tid), pos(split_reduction(this->kk_local0, p.r, p.s)), step(split_reduction(BK, p.r, p.s)) {
+  __device__ GatherOnChipNchwUnpadded(const ConvGemmParams& p, int m0, int tid, int k_begin)
+      : Base(p, m0, tid),
+        pos(split_reduction(k_begin + this->kk_local0, p.r, p.s)),
+        step(split_reduction(BK, p.r, p.s)) {
     const WindowOrigin o(p, this->img, this->op, this->oq);
     window = o.image + o.ih0 * p.w + o.iw0;
     kk_end = this->m_valid ? p.kg : 0;
@@ -134,10 +137,10 @@ struct GatherOnChipNhwc : GatherMapping<BM, BK, THREADS> {
   WindowOrigin origin;
   ReductionDigits pos, step;  // (u, v, c) of the next stage's first element; BK as digits
 
-  __device__ GatherOnChipNhwc(const ConvGemmParams& p, int m0, int tid)
+  __device__ GatherOnChipNhwc(const ConvGemmParams& p, int m0, int tid, int k_begin)
       : Base(p, m0, tid),
         origin(p, this->img, this->op, this->oq),
-        pos(split_reduction(this->kk_local0, p.s, p.c)),
+        pos(split_reduction(k_begin + this->kk_local0, p.s, p.c)),
         step(split_reduction(BK, p.s, p.c)) {}
 
   __device__ void load(const ConvGemmParams& p, float* as, int k0) {
@@ -160,8 +163,8 @@ struct GatherWindowNchw : GatherMapping<BM, BK, THREADS> {
   int channel_stride;
   ReductionDigits pos, step;  // (c, 0, j) of the next stage's first element; BK as digits
 
-  __device__ GatherWindowNchw(const ConvGemmParams& p, int m0, int tid)
-      : Base(p, m0, tid), pos(split_reduction(this->kk_local0, 1, p.rs)), step(split_reduction(BK, 1, p.rs)) {
+  __device__ GatherWindowNchw(const ConvGemmParams& p, int m0, int tid, int k_begin)
+      : Base(p, m0, tid), pos(split_reduction(k_begin + this->kk_local0, 1, p.rs)), step(split_reduction(BK, 1, p.rs)) {
     channel_stride = p.p * p.w_padded * p.r;
     run = p.a_src + int64_t(this->img) * p.a_image_stride + this->op * p.w_padded * p.r +
           this->oq * p.stride_w * p.r;
@@ -184,7 +187,8 @@ struct GatherWindowNhwc : GatherMapping<BM, BK, THREADS> {
   using Base = GatherMapping<BM, BK, THREADS>;
   const float* run;  // the whole window of the owned pixel: S*R*C contiguous elements
 
-  __device__ GatherWindowNhwc(const ConvGemmParams& p, int m0, int tid) : Base(p, m0, tid) {
+  __device__ GatherWindowNhwc(const ConvGemmParams& p, int m0, int tid, int /*k_begin: stateless*/)
+      : Base(p, m0, tid) {
     run = p.a_src + int64_t(this->img) * p.a_image_stride +
           (int64_t(this->op) * p.w_padded + int64_t(this->oq) * p.stride_w) * p.r * p.c;
   }
@@ -218,11 +222,11 @@ struct GatherNhwcVec {
   Source src[kPasses];
   typename Source::Step step;  // the next stage's reduction position, advanced by BK per load()
 
-  __device__ GatherNhwcVec(const ConvGemmParams& p, int m0, int tid) {
+  __device__ GatherNhwcVec(const ConvGemmParams& p, int m0, int tid, int k_begin) {
     kv = tid % kVecPerRow;
 #pragma unroll
     for (int j = 0; j < kPasses; ++j) src[j].init(p, m0, tid / kVecPerRow + j * kRowsPerPass);
-    step.init(p, kv * 4, BK);
+    step.init(p, k_begin + kv * 4, BK);
   }
 
   __device__ void load(const ConvGemmParams& p, float* as, int k0) {

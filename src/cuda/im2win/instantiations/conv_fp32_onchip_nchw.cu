@@ -3,8 +3,8 @@
 
 namespace winconv::im2win {
 
-cudaError_t launch_conv_fp32_onchip_nchw(const ConvGemmParams& p, TileShape tile, cudaStream_t stream) {
-  return launch_conv_fp32<GatherOnChipNchw, true>(p, tile, stream);
+cudaError_t launch_conv_fp32_onchip_nchw(const ConvGemmParams& p, const SplitKParams& sk, TileShape tile, cudaStream_t stream) {
+  return launch_conv_fp32<GatherOnChipNchw, true>(p, sk, tile, stream);
 }
 
 }  // namespace winconv::im2win

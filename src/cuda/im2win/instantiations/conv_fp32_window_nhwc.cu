@@ -3,8 +3,8 @@
 
 namespace winconv::im2win {
 
-cudaError_t launch_conv_fp32_window_nhwc(const ConvGemmParams& p, TileShape tile, cudaStream_t stream) {
-  return launch_conv_fp32<GatherWindowNhwc, false>(p, tile, stream);
+cudaError_t launch_conv_fp32_window_nhwc(const ConvGemmParams& p, const SplitKParams& sk, TileShape tile, cudaStream_t stream) {
+  return launch_conv_fp32<GatherWindowNhwc, false>(p, sk, tile, stream);
 }
 
 }  // namespace winconv::im2win
