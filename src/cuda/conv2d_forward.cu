@@ -59,8 +59,7 @@ Conv2dGemmPlan conv2d_gemm_plan(const Conv2dConfig& config, int num_sms, const i
   g.a_order = config.layout == Layout::kNHWC && pb.c % 4 == 0 ? im2win::AStageOrder::kPixelMajor
                                                                 : im2win::AStageOrder::kKMajor;
   g.tile = tile_override ? *tile_override : im2win::select_tile(g.m, g.n, num_sms > 0 ? num_sms : 1, g.a_order);
-  const int k_tiles = int((pb.c * pb.r * pb.s + im2win::kBK - 1) / im2win::kBK);
-  g.ksplit = im2win::select_k_splits(g.m, g.n, g.tile, k_tiles, num_sms);
+  g.ksplit = im2win::select_k_splits(g.m, g.n, pb.c * pb.r * pb.s, g.tile, num_sms);
   return g;
 }
 

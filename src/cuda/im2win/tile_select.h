@@ -71,7 +71,8 @@ inline TileShape select_tile(int64_t m, int64_t n, int num_sms, AStageOrder orde
 // The split with the least predicted time is taken when it beats one split by kMinSplitGain (the
 // margin covers what the model leaves out). Two splits of 100 tiles on 132 SMs, say, predict no
 // gain (the busiest SM still runs a whole tile's work): measured 1-22% slower, so not taken.
-// Each split keeps at least kMinKTilesPerSplit steps (the 4-stage pipeline fills).
+// Each split keeps at least kMinKTilesPerSplit steps (the 4-stage pipeline fills), and the splits
+// hold no more partial-tile memory than the im2col matrix would.
 // The rates are H200 figures; elsewhere they move the trade-off only through their ratio.
 constexpr int kMaxKSplits = 8;
 constexpr int kMinKTilesPerSplit = 8;
@@ -110,12 +111,16 @@ inline double k_split_cost_ns(int64_t m, int64_t n, TileShape t, int num_sms, co
   return gemm + reduce;
 }
 
-inline KSplit select_k_splits(int64_t m, int64_t n, TileShape t, int k_tiles, int num_sms) {
+// The GEMM is m x n with reduction depth k_gemm, run in tiles of shape t.
+inline KSplit select_k_splits(int64_t m, int64_t n, int64_t k_gemm, TileShape t, int num_sms) {
+  const int k_tiles = int((k_gemm + kBK - 1) / kBK);
   KSplit best = k_split_of(k_tiles, 1);
   if (num_sms <= 0) return best;
   const double unsplit = k_split_cost_ns(m, n, t, num_sms, best);
   double best_cost = unsplit;
-  for (int s = 2; s <= kMaxKSplits && s * kMinKTilesPerSplit <= k_tiles; ++s) {
+  // s * n <= k_gemm: the partial tiles (s * m * n floats) never outgrow the im2col matrix
+  // (k_gemm * m floats) that the window formulation exists to avoid.
+  for (int s = 2; s <= kMaxKSplits && s * kMinKTilesPerSplit <= k_tiles && s * n <= k_gemm; ++s) {
     const KSplit ks = k_split_of(k_tiles, s);
     if (ks.tiles_per_split < kMinKTilesPerSplit) continue;
     const double cost = k_split_cost_ns(m, n, t, num_sms, ks);
