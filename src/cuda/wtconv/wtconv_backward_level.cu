@@ -66,7 +66,7 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
     __syncthreads();
     if constexpr (K > 0) {
       // Register-blocked subband convs into dz (one column strip of one subband per job).
-      const int strips = int(a.d.strips.divisor);  // strip_count(th, kStripRows)
+      const int strips = (th + kStripRows - 1) / kStripRows;
       for (int e = threadIdx.x; e < np * 4 * strips * tw; e += blockDim.x) {
         const StripJob j = strip_job(e, a.d.col, a.d.strips, kStripRows);  // slot = p * 4 + subband
         float acc[kStripRows];

@@ -346,8 +346,11 @@ __device__ __forceinline__ void store_quad_rows(const QuadRows& v, float* tile, 
   // subbands), so whole aligned quads go out as one 16-byte store per row and one 8-byte store
   // per subband.
   const bool inside = col0 >= 0 && col0 + 4 <= ncols;
-  float* const t0 = inside ? tile + row * pitch + col0 : nullptr;  // formed only inside the tile
-  if (t0 && ((reinterpret_cast<uintptr_t>(t0) | (uintptr_t(pitch) * sizeof(float))) & 15) == 0) {
+  // t0 and d0 are dereferenced only for a quad inside the tile. Forming them first, and testing
+  // their alignment, keeps the machine code that was measured: forming them only inside cost
+  // the base kernels 2-4% (docs/wtconv.md, note 18).
+  float* t0 = tile + row * pitch + col0;
+  if (inside && ((reinterpret_cast<uintptr_t>(t0) | (uintptr_t(pitch) * sizeof(float))) & 15) == 0) {
     *reinterpret_cast<float4*>(t0) = v.r0;
     *reinterpret_cast<float4*>(t0 + pitch) = v.r1;
   } else {
@@ -363,8 +366,8 @@ __device__ __forceinline__ void store_quad_rows(const QuadRows& v, float* tile, 
   float z[2][4];
 #pragma unroll
   for (int h = 0; h < 2; ++h) haar4(a[2 * h], a[2 * h + 1], b[2 * h], b[2 * h + 1], z[h]);
-  float* const d0 = inside ? sub + (row >> 1) * sub_pitch + (col0 >> 1) : nullptr;
-  if (d0 && ((reinterpret_cast<uintptr_t>(d0) | (uintptr_t(sub_plane) * sizeof(float))) & 7) == 0) {
+  float* d0 = sub + (row >> 1) * sub_pitch + (col0 >> 1);
+  if (inside && ((reinterpret_cast<uintptr_t>(d0) | (uintptr_t(sub_plane) * sizeof(float))) & 7) == 0) {
 #pragma unroll
     for (int t = 0; t < 4; ++t) *reinterpret_cast<float2*>(d0 + t * sub_plane) = make_float2(z[0][t], z[1][t]);
   } else {

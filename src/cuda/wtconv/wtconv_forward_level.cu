@@ -47,7 +47,7 @@ __global__ void __launch_bounds__(kBlockThreads) forward_level_kernel(FwdLevelAr
     if constexpr (K > 0) {
       // Register-blocked subband convs into zs (one column strip of one subband per job), then
       // the synthesis per coefficient.
-      const int strips = int(a.d.strips.divisor);  // strip_count(th, kStripRows)
+      const int strips = (th + kStripRows - 1) / kStripRows;
       for (int e = threadIdx.x; e < np * 4 * strips * tw; e += blockDim.x) {
         const StripJob j = strip_job(e, a.d.col, a.d.strips, kStripRows);  // slot = p * 4 + subband
         float acc[kStripRows];
