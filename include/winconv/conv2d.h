@@ -57,8 +57,9 @@ struct Conv2dConfig {
 Status conv2d_validate(const Conv2dConfig& config);
 
 // Bytes of device workspace conv2d_forward needs for this config on the current CUDA device: the
-// repacked filter, the window tensor (materialized algorithm) and, for GEMMs too small to fill
-// the GPU, the partial tiles of the reduction splits. The splits depend on the device's SM count,
+// repacked filter, a table of one int per reduction index (on-chip algorithm without padding),
+// the window tensor (materialized algorithm) and, for GEMMs too small to fill the GPU, the
+// partial tiles of the reduction splits. The splits depend on the device's SM count,
 // so ask with the device current that will run the call. Without a device: the unsplit size.
 Status conv2d_forward_workspace_size(const Conv2dConfig& config, size_t* bytes);
 

@@ -113,6 +113,12 @@ Status conv2d_check_index_ranges(const Conv2dConfig& config) {
                     cat(e.what, " exceeds 2^31-1 elements; split the batch or the image"));
     }
   }
+  // The GPU GEMM pads the reduction to whole 16-deep stages, and that padded depth is an int32.
+  if (pb.c * pb.r * pb.s > kInt32Max - 15) {
+    return Status(StatusCode::kIndexOverflow,
+                  cat("the GEMM K = c*r*s = ", pb.c * pb.r * pb.s,
+                      " exceeds 2^31-16 (the GPU path pads it to a multiple of 16)"));
+  }
   // Whole tensors use 64-bit offsets but must still fit int64 in bytes.
   const Extent totals[] = {
       {"x", {pb.n, pb.c, pb.h, pb.w, 4}},

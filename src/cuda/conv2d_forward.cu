@@ -6,6 +6,7 @@
 #include "cuda/cuda_status.h"
 #include "cuda/im2win/conv_fp32_launch.h"
 #include "cuda/im2win/im2win_transform.h"
+#include "cuda/im2win/reduction_table.h"
 #include "cuda/im2win/splitk_reduce.h"
 #include "cuda/im2win/tile_select.h"
 #include "winconv/conv2d.h"
@@ -19,27 +20,44 @@ size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
 int padded_k(const Conv2dProblem& pb) { return int((pb.k + 3) / 4 * 4); }
 
+// The reduction depth C*R*S rounded up to whole pipeline stages: the repacked filter's rows.
+int padded_kg(const Conv2dProblem& pb) { return int((pb.c * pb.r * pb.s + im2win::kBK - 1) / im2win::kBK * im2win::kBK); }
+
+// The unpadded on-chip gathers with a k-major A stage (all but the NHWC channel-vector one) read
+// the reduction table.
+bool uses_reduction_table(const Conv2dConfig& config, Conv2dAlgo algo, const Conv2dGemmPlan& plan) {
+  return algo == Conv2dAlgo::kOnChip && config.problem.pad_h == 0 && config.problem.pad_w == 0 &&
+         plan.a_order == im2win::AStageOrder::kKMajor;
+}
+
 // The split partial tiles: m * n rounded up to 4 floats each (16-byte aligned).
 int64_t partial_stride(const Conv2dGemmPlan& g) { return (g.m * g.n + 3) / 4 * 4; }
 
-// Workspace: [repacked filter | window tensor (materialized only) | split-K partial tiles (split-K
-// only)], each 256-byte aligned.
+// Workspace: [repacked filter | reduction table (unpadded on-chip only) | window tensor
+// (materialized only) | split-K partial tiles (split-K only)], each 256-byte aligned; the total
+// ends at the last part present.
 struct WorkspaceLayout {
-  size_t filter_bytes = 0, window_offset = 0, window_bytes = 0, partial_offset = 0, partial_bytes = 0, total = 0;
+  size_t filter_bytes = 0, table_offset = 0, table_bytes = 0, window_offset = 0, window_bytes = 0,
+         partial_offset = 0, partial_bytes = 0, total = 0;
 };
 
 WorkspaceLayout workspace_layout(const Conv2dConfig& config, Conv2dAlgo algo, const Conv2dGemmPlan& plan) {
   const Conv2dProblem& pb = config.problem;
   WorkspaceLayout l;
-  l.filter_bytes = sizeof(float) * size_t(pb.c * pb.r * pb.s) * size_t(padded_k(pb));
-  l.window_offset = align_up(l.filter_bytes, kWorkspaceAlign);
-  if (algo == Conv2dAlgo::kMaterialized)
-    l.window_bytes = sizeof(float) * size_t(pb.n * pb.c * pb.p() * (pb.w + 2 * pb.pad_w) * pb.r);
-  l.partial_offset = align_up(l.window_offset + l.window_bytes, kWorkspaceAlign);
+  l.filter_bytes = sizeof(float) * size_t(padded_kg(pb)) * size_t(padded_k(pb));
+  l.total = l.filter_bytes;
+  auto place = [&l](size_t bytes, size_t* offset) {
+    if (bytes == 0) return;
+    *offset = align_up(l.total, kWorkspaceAlign);
+    l.total = *offset + bytes;
+  };
+  const bool materialized = algo == Conv2dAlgo::kMaterialized;
+  l.table_bytes = uses_reduction_table(config, algo, plan) ? im2win::reduction_table_bytes(padded_kg(pb)) : 0;
+  place(l.table_bytes, &l.table_offset);
+  if (materialized) l.window_bytes = sizeof(float) * size_t(pb.n * pb.c * pb.p() * (pb.w + 2 * pb.pad_w) * pb.r);
+  place(l.window_bytes, &l.window_offset);
   if (plan.ksplit.splits > 1) l.partial_bytes = sizeof(float) * size_t(plan.ksplit.splits) * size_t(partial_stride(plan));
-  l.total = l.partial_bytes > 0 ? l.partial_offset + l.partial_bytes
-            : l.window_bytes > 0 ? l.window_offset + l.window_bytes
-                                 : l.filter_bytes;
+  place(l.partial_bytes, &l.partial_offset);
   return l;
 }
 
@@ -112,9 +130,10 @@ Status conv2d_forward_tiled(const Conv2dConfig& config, const void* x, const voi
   // Whole 16-byte channel groups (x is 16-byte aligned): coalesced vector copies of the window.
   const bool nhwc_vec = plan.a_order == im2win::AStageOrder::kPixelMajor;
   im2win::ConvGemmParams p;
-  p.m = int(pb.n * pb.p() * pb.q());
-  p.n = int(pb.k);
+  p.m = int(plan.m);
+  p.n = int(plan.n);
   p.kg = int(pb.c * pb.r * pb.s);
+  p.kg_pad = padded_kg(pb);
   p.n_pad = padded_k(pb);
   p.c = int(pb.c); p.h = int(pb.h); p.w = int(pb.w); p.p = int(pb.p()); p.q = int(pb.q());
   p.r = int(pb.r); p.s = int(pb.s);
@@ -143,9 +162,11 @@ Status conv2d_forward_tiled(const Conv2dConfig& config, const void* x, const voi
   if (sk.k_splits > 1) sk.partial = reinterpret_cast<float*>(base + ws.partial_offset);
   const auto order = materialized ? (nchw ? im2win::ReductionOrder::kCVU : im2win::ReductionOrder::kVUC)
                                   : (nchw ? im2win::ReductionOrder::kCUV : im2win::ReductionOrder::kUVC);
-  WINCONV_RETURN_IF_CUDA_ERROR(
-      im2win::launch_filter_repack(config, order, static_cast<const float*>(w), filter, p.n_pad, stream),
-      "filter repack launch");
+  int* table = ws.table_bytes > 0 ? reinterpret_cast<int*>(base + ws.table_offset) : nullptr;
+  p.k_table = table;
+  WINCONV_RETURN_IF_CUDA_ERROR(im2win::launch_filter_repack(config, order, static_cast<const float*>(w), filter,
+                                                            p.n_pad, p.kg_pad, table, stream),
+                               "filter repack launch");
   if (materialized) {
     auto* window = reinterpret_cast<float*>(base + ws.window_offset);
     WINCONV_RETURN_IF_CUDA_ERROR(
@@ -159,11 +180,12 @@ Status conv2d_forward_tiled(const Conv2dConfig& config, const void* x, const voi
   } else {
     p.a_src = static_cast<const float*>(x);
     const bool unpadded = pb.pad_h == 0 && pb.pad_w == 0;
-    WINCONV_RETURN_IF_CUDA_ERROR(nchw && unpadded ? im2win::launch_conv_fp32_onchip_nchw_unpadded(p, sk, tile, stream)
-                                 : nchw       ? im2win::launch_conv_fp32_onchip_nchw(p, sk, tile, stream)
-                                 : nhwc_vec ? im2win::launch_conv_fp32_onchip_nhwc_vec(p, sk, tile, stream)
-                                            : im2win::launch_conv_fp32_onchip_nhwc(p, sk, tile, stream),
-                                 "im2win on-chip GEMM launch");
+    im2win::ConvFp32Launcher* launch = nhwc_vec ? im2win::launch_conv_fp32_onchip_nhwc_vec
+                                       : nchw    ? (unpadded ? im2win::launch_conv_fp32_onchip_nchw_unpadded
+                                                             : im2win::launch_conv_fp32_onchip_nchw)
+                                                 : (unpadded ? im2win::launch_conv_fp32_onchip_nhwc_unpadded
+                                                             : im2win::launch_conv_fp32_onchip_nhwc);
+    WINCONV_RETURN_IF_CUDA_ERROR(launch(p, sk, tile, stream), "im2win on-chip GEMM launch");
   }
   if (sk.k_splits > 1)
     WINCONV_RETURN_IF_CUDA_ERROR(im2win::launch_splitk_reduce(p, sk, nchw, stream), "split-K reduction launch");

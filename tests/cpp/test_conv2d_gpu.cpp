@@ -97,7 +97,7 @@ TEST_P(Conv2dGpuRandom, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Seeds, Conv2dGpuRandom, ::testing::Range(0, 30));
 
 TEST_P(Conv2dGpuRandom, UnpaddedMatchesReference) {
-  // No padding selects the gather without bounds tests: its offset walk must match too.
+  // No padding selects the gathers without bounds tests, which read the reduction table.
   WINCONV_REQUIRE_GPU();
   std::mt19937_64 rng(9000 + GetParam());
   for (Layout layout : {Layout::kNCHW, Layout::kNHWC}) {

@@ -61,6 +61,10 @@ const BadCase kBadCases[] = {
     {"huge image", [](Conv2dConfig& c) { c.problem.c = 1 << 16; c.problem.h = 1 << 8; c.problem.w = 1 << 8; },
      StatusCode::kIndexOverflow, "one input image c*h*w exceeds 2^31-1"},
     {"huge gemm M", [](Conv2dConfig& c) { c.problem.n = int64_t(1) << 28; }, StatusCode::kIndexOverflow, "GEMM M"},
+    {"gemm K at the int32 limit", [](Conv2dConfig& c) { c.problem.c = (int64_t(1) << 31) - 2; c.problem.h = 1; c.problem.w = 1;
+                                                         c.problem.r = 1; c.problem.s = 1; c.problem.k = 1;
+                                                         c.problem.pad_h = 0; c.problem.pad_w = 0; },
+     StatusCode::kIndexOverflow, "exceeds 2^31-16"},
     {"huge dimension", [](Conv2dConfig& c) { c.problem.w = int64_t(1) << 40; }, StatusCode::kIndexOverflow, "exceeds the supported maximum"},
     {"product overflowing int64", [](Conv2dConfig& c) { c.problem.n = (int64_t(1) << 31) - 1; c.problem.c = (int64_t(1) << 31) - 1; },
      StatusCode::kIndexOverflow, "exceeds 2^31-1"},

@@ -17,6 +17,7 @@ using ConvFp32Launcher = cudaError_t(const ConvGemmParams& p, const SplitKParams
 ConvFp32Launcher launch_conv_fp32_onchip_nchw;
 ConvFp32Launcher launch_conv_fp32_onchip_nchw_unpadded;  // NCHW without padding: no bounds tests
 ConvFp32Launcher launch_conv_fp32_onchip_nhwc;
+ConvFp32Launcher launch_conv_fp32_onchip_nhwc_unpadded;  // NHWC without padding: no bounds tests
 ConvFp32Launcher launch_conv_fp32_window_nchw;
 ConvFp32Launcher launch_conv_fp32_window_nhwc;
 // NHWC with C % 4 == 0: 16-byte channel copies into a pixel-major A stage.

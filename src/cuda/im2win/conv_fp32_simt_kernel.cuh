@@ -84,16 +84,28 @@ conv_fp32_simt_kernel(const ConvGemmParams p, const SplitKParams sk) {
 
   Gather<BM, kBK, T> gather(p, m0, tid, kt_begin * kBK);  // stateful gathers advance per load(), in k order
 
-  auto load_b = [&](float* bs, int k0) {
-    constexpr int kVecPerRow = BN / 4;
-    constexpr int kVecs = kBK * kVecPerRow;
+  // The filter tile: 16-byte copies of rows k0.. of b, whose rows are padded to whole stages
+  // (kg_pad), so only the column tail is predicated; a copy past it reads column 0 of its row.
+  constexpr int kBVecPerRow = BN / 4;
+  constexpr int kBVecs = kBK * kBVecPerRow;
+  constexpr int kBIters = (kBVecs + T - 1) / T;
+  const float* b_src[kBIters];
+  bool b_ok[kBIters];
 #pragma unroll
-    for (int i = 0; i < (kVecs + T - 1) / T; ++i) {
+  for (int i = 0; i < kBIters; ++i) {
+    const int v = min(tid + i * T, kBVecs - 1);
+    const int kk = v / kBVecPerRow, n = (v - kk * kBVecPerRow) * 4;
+    b_ok[i] = n0 + n < p.n_pad;
+    b_src[i] = p.b + int64_t(kk) * p.n_pad + (b_ok[i] ? n0 + n : 0);
+  }
+  auto load_b = [&](float* bs, int k0) {
+    const int64_t row0 = int64_t(k0) * p.n_pad;
+#pragma unroll
+    for (int i = 0; i < kBIters; ++i) {
       const int v = tid + i * T;
-      if (kVecs % T == 0 || v < kVecs) {
-        const int kk = v / kVecPerRow, n = (v - kk * kVecPerRow) * 4;
-        const bool ok = k0 + kk < p.kg && n0 + n < p.n_pad;
-        cp_async_16(bs + kk * BN + n, ok ? p.b + int64_t(k0 + kk) * p.n_pad + n0 + n : p.b, ok);
+      if (kBVecs % T == 0 || v < kBVecs) {
+        const int kk = v / kBVecPerRow, n = (v - kk * kBVecPerRow) * 4;
+        cp_async_16(bs + kk * BN + n, b_src[i] + row0, b_ok[i]);
       }
     }
   };
@@ -107,7 +119,12 @@ conv_fp32_simt_kernel(const ConvGemmParams p, const SplitKParams sk) {
     cp_async_commit();
   }
 
-  const int tx = tid % (BN / kTN), ty = tid / (BN / kTN);
+  // Thread (tx, ty) owns an 8x8 block of the tile; a warp covers 4 (M) x 8 (N) threads, a 32x64
+  // warp tile, so each fragment read touches 4 (A) and 8 (B) distinct vectors.
+  constexpr int kThreadsN = BN / kTN, kWarpsN = kThreadsN / 8;
+  static_assert(kThreadsN % 8 == 0 && (BM / kTM) % 4 == 0, "a warp covers 4 x 8 threads");
+  const int warp = tid / 32, lane = tid % 32;
+  const int tx = (warp % kWarpsN) * 8 + lane % 8, ty = (warp / kWarpsN) * 4 + lane / 8;
   float acc[kTM][kTN];
 #pragma unroll
   for (int i = 0; i < kTM; ++i)

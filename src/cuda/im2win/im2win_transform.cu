@@ -53,27 +53,34 @@ __global__ void im2win_window_nhwc_kernel(const float* __restrict__ x, float* __
 }
 
 struct RepackShape {
-  int k, c, r, s, kg, n_pad;
+  int k, c, h, w, r, s, kg, kg_pad, n_pad;
   ReductionOrder order;
 };
 
-__global__ void filter_repack_kernel(const float* __restrict__ w, float* __restrict__ b, RepackShape s) {
-  const int64_t total = int64_t(s.kg) * s.n_pad;
+// Filter tap kk of `order` -> (c, u, v).
+__device__ void reduction_tap(const RepackShape& s, int kk, int& c, int& u, int& v) {
+  switch (s.order) {
+    case ReductionOrder::kCUV: c = kk / (s.r * s.s); u = kk / s.s - c * s.r; v = kk % s.s; return;
+    case ReductionOrder::kCVU: c = kk / (s.r * s.s); v = kk / s.r - c * s.s; u = kk % s.r; return;
+    case ReductionOrder::kUVC: c = kk % s.c; v = (kk / s.c) % s.s; u = kk / (s.c * s.s); return;
+    case ReductionOrder::kVUC: c = kk % s.c; u = (kk / s.c) % s.r; v = kk / (s.c * s.r); return;
+  }
+}
+
+// One element of b per thread; the threads of column k = 0 also write the reduction table entry
+// of their row when there is a table (the unpadded on-chip gathers read it).
+__global__ void filter_repack_kernel(const float* __restrict__ w, float* __restrict__ b, int* __restrict__ table,
+                                     RepackShape s) {
+  const int64_t total = int64_t(s.kg_pad) * s.n_pad;
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
     const int kk = int(e / s.n_pad), k = int(e - int64_t(kk) * s.n_pad);
-    float v = 0.f;
-    if (k < s.k) {
-      int src = kk;  // kCUV and kUVC are the user's own order
-      if (s.order == ReductionOrder::kCVU) {
-        const int c = kk / (s.r * s.s), j = kk - c * s.r * s.s, vv = j / s.r, u = j - vv * s.r;
-        src = (c * s.r + u) * s.s + vv;
-      } else if (s.order == ReductionOrder::kVUC) {
-        const int c = kk % s.c, t = kk / s.c, u = t % s.r, vv = t / s.r;
-        src = (u * s.s + vv) * s.c + c;
-      }
-      v = w[int64_t(k) * s.kg + src];
-    }
-    b[e] = v;
+    int c = 0, u = 0, v = 0;
+    if (kk < s.kg) reduction_tap(s, kk, c, u, v);
+    // The user's filter is KCRS for NCHW and KRSC for NHWC.
+    const bool nhwc = s.order == ReductionOrder::kUVC || s.order == ReductionOrder::kVUC;
+    const int src = nhwc ? (u * s.s + v) * s.c + c : (c * s.r + u) * s.s + v;
+    b[e] = k < s.k && kk < s.kg ? w[int64_t(k) * s.kg + src] : 0.f;
+    if (table && k == 0) table[kk] = kk < s.kg ? (nhwc ? (u * s.w + v) * s.c + c : (c * s.h + u) * s.w + v) : 0;
   }
 }
 
@@ -105,10 +112,11 @@ cudaError_t launch_im2win_window(const Conv2dConfig& config, const float* x, flo
 }
 
 cudaError_t launch_filter_repack(const Conv2dConfig& config, ReductionOrder order, const float* w, float* b,
-                                 int n_pad, cudaStream_t stream) {
+                                 int n_pad, int kg_pad, int* table, cudaStream_t stream) {
   const Conv2dProblem& pb = config.problem;
-  RepackShape s{int(pb.k), int(pb.c), int(pb.r), int(pb.s), int(pb.c * pb.r * pb.s), n_pad, order};
-  filter_repack_kernel<<<grid_for(int64_t(s.kg) * n_pad, 256), 256, 0, stream>>>(w, b, s);
+  RepackShape s{int(pb.k), int(pb.c), int(pb.h), int(pb.w), int(pb.r), int(pb.s), int(pb.c * pb.r * pb.s),
+                kg_pad, n_pad, order};
+  filter_repack_kernel<<<grid_for(int64_t(kg_pad) * n_pad, 256), 256, 0, stream>>>(w, b, table, s);
   return cudaGetLastError();
 }
 

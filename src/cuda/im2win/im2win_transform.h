@@ -21,8 +21,10 @@ enum class ReductionOrder {
 // I_hat of DESIGN.md from x (zero padding included), written in full.
 cudaError_t launch_im2win_window(const Conv2dConfig& config, const float* x, float* window, cudaStream_t stream);
 
-// b[kk * n_pad + k] = w[k, kk in `order`], zero for K <= k < n_pad.
+// b[kk * n_pad + k] = w[k, kk in `order`] for kk < kg_pad rows, zero for K <= k < n_pad or
+// kk >= C*R*S. With a non-null table, also the unpadded on-chip reduction table of `order`
+// (reduction_table.h).
 cudaError_t launch_filter_repack(const Conv2dConfig& config, ReductionOrder order, const float* w, float* b,
-                                 int n_pad, cudaStream_t stream);
+                                 int n_pad, int kg_pad, int* table, cudaStream_t stream);
 
 }  // namespace winconv::im2win
