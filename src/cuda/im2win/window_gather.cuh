@@ -1,7 +1,8 @@
 // How each variant fills one stage of the A tile (BK window elements for each of BM output
-// pixels) in shared memory. All four share one thread mapping: a thread owns ONE output pixel
-// (so its position is decoded once per kernel, not per element) and kPerThread consecutive
-// reduction indices, which it walks incrementally. Lanes of a warp own consecutive pixels, so the
+// pixels) in shared memory. The scalar gathers share one thread mapping: a thread owns ONE output
+// pixel (so its position is decoded once per kernel, not per element) and kPerThread consecutive
+// reduction indices (walked incrementally, or looked up in the reduction table when there is no
+// padding). Lanes of a warp own consecutive pixels, so the
 // shared-memory stores are conflict-free, and each thread's run of reduction indices touches
 // one contiguous stretch of memory (a filter row of x, a window run, or a channel run).
 //
