@@ -22,6 +22,7 @@
 
 #include "bench_common.h"
 #include "cuda/conv2d_forward_tiled.h"
+#include "cuda/cuda_status.h"
 #include "cuda/im2win/tile_select.h"
 
 using namespace winconv;
@@ -47,7 +48,7 @@ __global__ void fill_uniform(float* p, int64_t n, uint32_t seed) {
 
 void fill(float* p, int64_t n, uint32_t seed) { fill_uniform<<<1024, 256>>>(p, n, seed); }
 
-const im2win::TileShape kTiles[] = {im2win::TileShape::k128x128, im2win::TileShape::k128x64,
+const im2win::TileShape kTiles[] = {im2win::TileShape::k128x128, im2win::TileShape::k128x64, im2win::TileShape::k128x96,
                                     im2win::TileShape::k64x128};
 
 }  // namespace
@@ -67,9 +68,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", error.c_str());
     return 1;
   }
-  int dev = 0, sms = 0;
-  CHECK_CUDA(cudaGetDevice(&dev));
-  CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  int sms = 0;  // the library's own device check, so the plans below are the ones it runs
+  if (const Status st = cuda_check_device(&sms); !st.ok()) {
+    std::fprintf(stderr, "%s\n", st.message().c_str());
+    return 1;
+  }
   cudaEvent_t e0, e1;
   CHECK_CUDA(cudaEventCreate(&e0));
   CHECK_CUDA(cudaEventCreate(&e1));

@@ -10,6 +10,7 @@
 #include "conv2d_test_util.h"
 #include "cpu/im2win_cpu.h"
 #include "cuda/conv2d_forward_tiled.h"
+#include "cuda/cuda_status.h"
 #include "cuda/im2win/im2win_transform.h"
 #include "gpu_test_util.h"
 
@@ -126,15 +127,48 @@ TEST(Conv2dGpu, LargeTilesAndManyTiles) {
       }
 }
 
+TEST(Conv2dGpu, EveryTileShapeMatchesReference) {
+  // Each tile shape forced on shapes with tails in M, N and K, with and without padding, every
+  // gather (NCHW, NHWC with C % 4 == 0 and != 0, on chip and materialized): the selection rule
+  // alone would not reach every shape on small test problems.
+  WINCONV_REQUIRE_GPU();
+  std::mt19937_64 rng(41);
+  const int64_t shapes[][9] = {
+      // n, c, h, w, k, r, s, stride, pad
+      {2, 3, 23, 21, 96, 5, 5, 2, 0}, {1, 8, 17, 19, 100, 3, 3, 1, 1}, {3, 5, 9, 10, 193, 3, 3, 1, 0},
+  };
+  for (const auto& s : shapes)
+    for (Layout layout : {Layout::kNCHW, Layout::kNHWC})
+      for (Conv2dAlgo algo : {Conv2dAlgo::kOnChip, Conv2dAlgo::kMaterialized})
+        for (im2win::TileShape tile : {im2win::TileShape::k128x128, im2win::TileShape::k128x64,
+                                       im2win::TileShape::k64x128, im2win::TileShape::k128x96}) {
+          const Conv2dConfig cfg = config_from_row(s, layout, algo);
+          SCOPED_TRACE(testing::describe(cfg) + " tile " + im2win::tile_name(tile));
+          const Conv2dProblem& pb = cfg.problem;
+          auto x = random_vector(size_t(pb.x_elements()), rng);
+          auto w = random_vector(size_t(pb.w_elements()), rng);
+          std::vector<double> ref(size_t(pb.y_elements()));
+          ASSERT_TRUE(conv2d_reference(cfg, x.data(), w.data(), ref.data()).ok());
+          DeviceBuffer<float> dx(x), dw(w), dy(size_t(pb.y_elements()));
+          dy.poison();
+          size_t ws_bytes = 0;
+          ASSERT_TRUE(conv2d_forward_tiled_workspace_size(cfg, &tile, &ws_bytes).ok());
+          DeviceBuffer<char> ws(ws_bytes);
+          const Status st = conv2d_forward_tiled(cfg, dx.ptr, dw.ptr, dy.ptr, ws.ptr, ws_bytes, nullptr, &tile);
+          ASSERT_TRUE(st.ok()) << st.to_string();
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+          EXPECT_LE(testing::relative_l2(dy.to_host(), ref), 1e-5);
+        }
+}
+
 TEST(Conv2dGpu, SplitKMatchesReferenceAndRepeatsBitForBit) {
   // Small M, deep reduction: the tiles leave SMs idle, so the GEMM splits the reduction and a
   // second pass adds the partial tiles. K_gemm is a multiple of neither BK nor the split, the
   // last split is shorter, and a tail pixel or channel sits in every tile. The last shape runs
   // 128x128 tiles (71 of them on 132 SMs) in NCHW.
   WINCONV_REQUIRE_GPU();
-  int device = 0, sms = 0;
-  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
-  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), cudaSuccess);
+  int sms = 0;
+  ASSERT_TRUE(cuda_check_device(&sms).ok());
   std::mt19937_64 rng(29);
   const int64_t shapes[][9] = {
       // n, c, h, w, k, r, s, stride, pad

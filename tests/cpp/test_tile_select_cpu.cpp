@@ -39,6 +39,18 @@ TEST(TileSelect, WaveTailMovesToASmallerTile) {
   EXPECT_TILE(select_tile(18432, 256, kSms, kK), TileShape::k64x128);
 }
 
+TEST(TileSelect, NinetySixWideNTakesTheNinetySixWideTile) {
+  // conv1-like: M = 387200, N = 96; a 128-wide tile would compute 32 padded columns per 96.
+  // N = 192 is two such tiles (k-major; the pixel-major 128x64 rate takes three 64-wide ones);
+  // N = 100 or 256 is not.
+  EXPECT_TILE(select_tile(387200, 192, kSms, kK), TileShape::k128x96);
+  for (AStageOrder o : {kK, kPix}) {
+    EXPECT_TILE(select_tile(387200, 96, kSms, o), TileShape::k128x96);
+    EXPECT_NE(select_tile(387200, 100, kSms, o), TileShape::k128x96);
+    EXPECT_NE(select_tile(387200, 256, kSms, o), TileShape::k128x96);
+  }
+}
+
 TEST(TileSelect, SmallGemmKeepsLargeTilesOverManyTinyOnes) {
   // conv12-like: M = 3200, N = 512: 100 tiles of 128x128 run in one round on 132 SMs.
   EXPECT_TILE(select_tile(3200, 512, kSms, kK), TileShape::k128x128);
@@ -61,7 +73,7 @@ TEST(TileSelect, ChoiceIsNeverPredictedSlowerThanAnotherShape) {
     const int64_t m = m_dist(rng), n = n_dist(rng);
     for (AStageOrder o : {kK, kPix}) {
       const TileShape t = select_tile(m, n, kSms, o);
-      for (TileShape other : {TileShape::k128x128, TileShape::k64x128, TileShape::k128x64})
+      for (TileShape other : {TileShape::k128x128, TileShape::k64x128, TileShape::k128x64, TileShape::k128x96})
         ASSERT_LE(tile_cost(m, n, kSms, t, o), tile_cost(m, n, kSms, other, o))
             << "m " << m << " n " << n << ": " << tile_name(t) << " vs " << tile_name(other);
     }

@@ -2,7 +2,8 @@
 //
 // Block tile BM pixels x BN output channels, reduction in steps of BK; kStages-deep cp.async
 // pipeline (the next tiles stream into shared memory while the current one is multiplied);
-// each thread accumulates an 8x8 register tile from float4 reads of the k-major A and B tiles.
+// each thread accumulates an 8x8 (8x6 in the 96-wide tile) register tile from vector reads of
+// the A and B tiles.
 // The A tile comes from a Gather policy (window_gather.cuh): straight from x with zero-fill for
 // padding (on-chip windows) or from the materialized window tensor. Every tail (M, N, K) is
 // predicated; nothing assumes divisibility.
@@ -12,7 +13,8 @@
 // (same m) or, across a row turn, their filter tile (same n): both stay hot in L2.
 //
 // Epilogue: the accumulators go through shared memory so each warp writes a contiguous run of
-// y (pixels for NCHW, channels for NHWC) instead of 8-element scatters.
+// y (pixels for NCHW, channels for NHWC) instead of 8-element scatters; a swizzle keeps both
+// sides free of bank conflicts (EpilogueTile).
 //
 // Split-K (kSplitK, launched when sk.k_splits > 1 for GEMMs whose tiles leave SMs idle):
 // blockIdx.y picks a contiguous range of the reduction; the block writes its partial tile
@@ -32,18 +34,75 @@
 namespace winconv::im2win {
 
 constexpr int kStages = 4;
-constexpr int kTM = 8, kTN = 8;
+constexpr int kTM = 8;  // outputs per thread along M: two float4 runs of A, BM/2 apart
+
+// A thread's kTN outputs along N: kPieces runs of kWidth adjacent columns, kStride apart, so the
+// 8 column-threads of a warp read 8 * kWidth adjacent floats per run (no bank conflict).
+// BN = 64 and 128: 8 = two float4 runs BN/2 apart; BN = 96: 6 = three float2 runs 32 apart.
+template <int BN>
+struct NFragment {
+  static constexpr int kTN = BN == 96 ? 6 : 8;
+  static constexpr int kWidth = kTN == 8 ? 4 : 2;
+  static constexpr int kPieces = kTN / kWidth;
+  static constexpr int kStride = BN / kPieces;
+  static_assert(kStride == BN / kTN * kWidth, "the runs of all threads tile BN exactly");
+  // Column of the thread's output j within the tile.
+  __device__ static constexpr int column(int tx, int j) { return (j / kWidth) * kStride + tx * kWidth + j % kWidth; }
+  // The thread's kTN values of one row of a BN-wide stage.
+  __device__ static void load(float* b, const float* row, int tx) {
+#pragma unroll
+    for (int q = 0; q < kPieces; ++q) {
+      if constexpr (kWidth == 4)
+        *reinterpret_cast<float4*>(&b[4 * q]) = *reinterpret_cast<const float4*>(row + q * kStride + tx * 4);
+      else
+        *reinterpret_cast<float2*>(&b[2 * q]) = *reinterpret_cast<const float2*>(row + q * kStride + tx * 2);
+    }
+  }
+};
+
+// Where the epilogue keeps the output tile in shared memory: [BN][BM] (column-major) for NCHW
+// output, [BM][BN] (row-major) for NHWC output and split-K partials. A thread stores its
+// accumulators one by one; a warp then reads 32 consecutive elements of one column (or row) and
+// stores them to 32 consecutive addresses of y. An XOR swizzle inside each aligned run of 32
+// makes both sides conflict-free. In a store, lane (tx, ty) of the 8 x 4 warp layout writes
+// pixel 4 ty + c of column kWidth tx + c' (plus offsets that are multiples of 32, or 16 columns
+// apart at kWidth = 2), so
+// - column-major: the pixel index supplies bits 2-3 (ty); the swizzle adds tx in bits 0-1 and 4;
+// - row-major: the column index supplies bits 2-4 (tx) at kWidth = 4 and bits 1-3 at kWidth = 2;
+//   the swizzle adds ty in bits 0-1, or in bits 0 and 4.
+// (The former tile, column-major with an odd pitch and read as 4 consecutive pixels per thread,
+// met 4-way conflicts in both the stores and the reads of the NCHW epilogue: 4x the shared-memory
+// cycles, as many as the whole GEMM of the 27-step reduction of conv7.)
+template <int BM, int BN, int kWidth>
+struct EpilogueTile {
+  static_assert(BM % 32 == 0 && BN % 32 == 0, "the swizzle permutes aligned runs of 32");
+  __device__ static int column_major(int nl, int ml) {
+    const int tx = (nl / kWidth) & 7;
+    return nl * BM + (ml ^ ((tx & 3) | (tx >> 2) << 4));
+  }
+  __device__ static int row_major(int ml, int nl) {
+    const int ty = (ml >> 2) & 3;
+    return ml * BN + (nl ^ (kWidth == 4 ? ty : (ty & 1) | (ty >> 1) << 4));
+  }
+};
+
+// The epilogue's walk along one dimension of the tile: element k of Count, S apart, goes from
+// tile[index(k * S)] to out + k * step while k * S < left.
+template <int Count, int S, class Index>
+__device__ __forceinline__ void store_walk(const float* tile, float* out, int64_t step, int left, Index index) {
+#pragma unroll
+  for (int k = 0; k < Count; ++k, out += step)
+    if (k * S < left) *out = tile[index(k * S)];
+}
 
 template <int BM, int BN, bool kMajorM = false>
 struct TileTraits {
-  static constexpr int kThreads = (BM / kTM) * (BN / kTN);
-  static constexpr int kCPitch = BM + 1;  // odd pitch: the epilogue's column reads are conflict-free
+  static constexpr int kThreads = (BM / kTM) * (BN / NFragment<BN>::kTN);
   static constexpr int kAStageFloats = kMajorM ? BM * kAPitchMajorM : kBK * BM;
   static constexpr int kPipeFloats = kStages * (kAStageFloats + kBK * BN);
-  static constexpr int kEpilogueFloats = BN * kCPitch;
+  static constexpr int kEpilogueFloats = BM * BN;  // EpilogueTile
   static constexpr int kSmemBytes =
-      int(sizeof(float)) * (kPipeFloats > kEpilogueFloats ? kPipeFloats : kEpilogueFloats) +
-      int(sizeof(int64_t)) * BM;
+      int(sizeof(float)) * (kPipeFloats > kEpilogueFloats ? kPipeFloats : kEpilogueFloats);
 };
 
 // Resident blocks per SM that the register budget is sized for (__launch_bounds__). 128-thread
@@ -68,7 +127,6 @@ conv_fp32_simt_kernel(const ConvGemmParams p, const SplitKParams sk) {
   extern __shared__ __align__(16) float smem[];
   float* a_stages = smem;                                // [kStages][kBK][BM] or [kStages][BM][pitch]
   float* b_stages = smem + kStages * kAStage;            // [kStages][kBK][BN]
-  int64_t* y_offsets = reinterpret_cast<int64_t*>(smem + (Traits::kSmemBytes / 4 - 2 * BM));
 
   // Zig-zag tile order.
   const int tile = blockIdx.x;
@@ -90,6 +148,7 @@ conv_fp32_simt_kernel(const ConvGemmParams p, const SplitKParams sk) {
   constexpr int kBVecs = kBK * kBVecPerRow;
   constexpr int kBIters = (kBVecs + T - 1) / T;
   const float* b_src[kBIters];
+  int b_dst[kBIters];  // the copy's offset in a stage
   bool b_ok[kBIters];
 #pragma unroll
   for (int i = 0; i < kBIters; ++i) {
@@ -97,17 +156,13 @@ conv_fp32_simt_kernel(const ConvGemmParams p, const SplitKParams sk) {
     const int kk = v / kBVecPerRow, n = (v - kk * kBVecPerRow) * 4;
     b_ok[i] = n0 + n < p.n_pad;
     b_src[i] = p.b + int64_t(kk) * p.n_pad + (b_ok[i] ? n0 + n : 0);
+    b_dst[i] = kk * BN + n;
   }
   auto load_b = [&](float* bs, int k0) {
     const int64_t row0 = int64_t(k0) * p.n_pad;
 #pragma unroll
-    for (int i = 0; i < kBIters; ++i) {
-      const int v = tid + i * T;
-      if (kBVecs % T == 0 || v < kBVecs) {
-        const int kk = v / kBVecPerRow, n = (v - kk * kBVecPerRow) * 4;
-        cp_async_16(bs + kk * BN + n, b_src[i] + row0, b_ok[i]);
-      }
-    }
+    for (int i = 0; i < kBIters; ++i)
+      if (kBVecs % T == 0 || tid + i * T < kBVecs) cp_async_16(bs + b_dst[i], b_src[i] + row0, b_ok[i]);
   };
 
 #pragma unroll
@@ -119,8 +174,10 @@ conv_fp32_simt_kernel(const ConvGemmParams p, const SplitKParams sk) {
     cp_async_commit();
   }
 
-  // Thread (tx, ty) owns an 8x8 block of the tile; a warp covers 4 (M) x 8 (N) threads, a 32x64
-  // warp tile, so each fragment read touches 4 (A) and 8 (B) distinct vectors.
+  // Thread (tx, ty) owns an 8 x kTN block of the tile; a warp covers 4 (M) x 8 (N) threads (a
+  // 32x64 warp tile at kTN = 8), so each fragment read touches 4 (A) and 8 (B) distinct vectors.
+  using Frag = NFragment<BN>;
+  constexpr int kTN = Frag::kTN;
   constexpr int kThreadsN = BN / kTN, kWarpsN = kThreadsN / 8;
   static_assert(kThreadsN % 8 == 0 && (BM / kTM) % 4 == 0, "a warp covers 4 x 8 threads");
   const int warp = tid / 32, lane = tid % 32;
@@ -148,11 +205,10 @@ conv_fp32_simt_kernel(const ConvGemmParams p, const SplitKParams sk) {
 #pragma unroll
       for (int kk = 0; kk < kBK; ++kk) {
         float a[kTM], b[kTN];
-        // Two float4 halves BM/2 apart: a warp reads 2 (A) and 16 (B) distinct vectors per step.
+        // A: two float4 halves BM/2 apart; B: the thread's runs (NFragment).
         *reinterpret_cast<float4*>(&a[0]) = *reinterpret_cast<const float4*>(as + kk * BM + ty * 4);
         *reinterpret_cast<float4*>(&a[4]) = *reinterpret_cast<const float4*>(as + kk * BM + ty * 4 + BM / 2);
-        *reinterpret_cast<float4*>(&b[0]) = *reinterpret_cast<const float4*>(bs + kk * BN + tx * 4);
-        *reinterpret_cast<float4*>(&b[4]) = *reinterpret_cast<const float4*>(bs + kk * BN + tx * 4 + BN / 2);
+        Frag::load(b, bs + kk * BN, tx);
 #pragma unroll
         for (int i = 0; i < kTM; ++i)
 #pragma unroll
@@ -172,8 +228,7 @@ conv_fp32_simt_kernel(const ConvGemmParams p, const SplitKParams sk) {
 #pragma unroll
         for (int kq = 0; kq < 2; ++kq) {
           float b[kTN];
-          *reinterpret_cast<float4*>(&b[0]) = *reinterpret_cast<const float4*>(bs + (k2 + kq) * BN + tx * 4);
-          *reinterpret_cast<float4*>(&b[4]) = *reinterpret_cast<const float4*>(bs + (k2 + kq) * BN + tx * 4 + BN / 2);
+          Frag::load(b, bs + (k2 + kq) * BN, tx);
 #pragma unroll
           for (int i = 0; i < kTM; ++i) {
             const float a = kq == 0 ? a2[i].x : a2[i].y;
@@ -185,62 +240,66 @@ conv_fp32_simt_kernel(const ConvGemmParams p, const SplitKParams sk) {
     }
   }
 
-  // ---- Epilogue: registers -> shared (column-major tile) -> coalesced global stores.
+  // ---- Epilogue: registers -> shared (EpilogueTile) -> coalesced global stores.
+  // A split writes its partial tile row-major, like the NHWC output.
+  constexpr bool out_nchw = kOutNchw && !kSplitK;
+  using Epi = EpilogueTile<BM, BN, Frag::kWidth>;
   cp_async_wait<0>();
   __syncthreads();  // every thread is done reading the pipeline buffers; reuse them
-  float* cs = smem;  // [BN][kCPitch]
+  float* cs = smem;
 #pragma unroll
   for (int i = 0; i < kTM; ++i) {
     const int ml = ty * 4 + (i & 3) + (i >> 2) * (BM / 2);
 #pragma unroll
     for (int j = 0; j < kTN; ++j) {
-      const int nl = tx * 4 + (j & 3) + (j >> 2) * (BN / 2);
-      cs[nl * Traits::kCPitch + ml] = acc[i][j];
-    }
-  }
-  // A split writes its partial tile row-major, like the NHWC output.
-  constexpr bool out_nchw = kOutNchw && !kSplitK;
-  float* const out = kSplitK ? sk.partial + int64_t(split) * sk.partial_stride : p.y;
-  if constexpr (out_nchw) {
-    // Where pixel m starts in y: image * K*P*Q + (p*Q + q); channel n adds n*P*Q.
-    for (int ml = tid; ml < BM; ml += T) {
-      const int m = m0 + ml < p.m ? m0 + ml : 0;
-      const int img = m / p.pq;
-      y_offsets[ml] = int64_t(img) * p.y_image_stride + (m - img * p.pq);
+      const int nl = Frag::column(tx, j);
+      cs[out_nchw ? Epi::column_major(nl, ml) : Epi::row_major(ml, nl)] = acc[i][j];
     }
   }
   __syncthreads();
-  // Four consecutive outputs per thread: one 16-byte store when they are contiguous and aligned
-  // in y (same image, in range, 16-byte boundary), else four predicated scalar stores.
+  // Each thread keeps one pixel (NCHW) or one channel (row-major) and walks the other dimension S
+  // apart, S = 1 or 2 dividing kWidth (and 4): every element's swizzle is then a compile-time
+  // function of the step k, since nl0 + k S and k S share their run index (and ml0 + k S and
+  // k S their group of 4 pixels).
   if constexpr (out_nchw) {
-    for (int e = tid; e < BM * BN / 4; e += T) {
-      const int nl = e / (BM / 4), ml = (e - nl * (BM / 4)) * 4;
-      const int n = n0 + nl;
-      if (n >= p.n) continue;
-      const float* c = cs + nl * Traits::kCPitch + ml;
-      const int64_t base = y_offsets[ml] + int64_t(n) * p.pq;
-      if (m0 + ml + 3 < p.m && y_offsets[ml + 3] == y_offsets[ml] + 3 && (base & 3) == 0) {
-        *reinterpret_cast<float4*>(p.y + base) = make_float4(c[0], c[1], c[2], c[3]);
-      } else {
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-          if (m0 + ml + i < p.m) p.y[y_offsets[ml + i] + int64_t(n) * p.pq] = c[i];
-      }
-    }
+    constexpr int S = T / BM;
+    static_assert(T % BM == 0 && Frag::kWidth % S == 0, "a thread keeps its pixel");
+    const int ml = tid % BM, nl0 = S == 1 ? 0 : tid / BM, m = m0 + ml;
+    if (m >= p.m) return;
+    const int img = m / p.pq;
+    float* const y_out = p.y + int64_t(img) * p.y_image_stride + (m - img * p.pq) + int64_t(n0 + nl0) * p.pq;
+    const int64_t y_step = int64_t(S) * p.pq;
+    const int n_left = p.n - n0 - nl0;
+    store_walk<BN / S, S>(cs + nl0 * BM, y_out, y_step, n_left, [&](int nl) { return Epi::column_major(nl, ml); });
   } else {
-    for (int e = tid; e < BM * BN / 4; e += T) {
-      const int ml = e / (BN / 4), nl = (e - ml * (BN / 4)) * 4;
-      const int m = m0 + ml, n = n0 + nl;
-      if (m >= p.m) continue;
-      const float* c = cs + nl * Traits::kCPitch + ml;
-      const int64_t base = int64_t(m) * p.n + n;
-      if (n + 3 < p.n && (base & 3) == 0) {
-        *reinterpret_cast<float4*>(out + base) =
-            make_float4(c[0], c[Traits::kCPitch], c[2 * Traits::kCPitch], c[3 * Traits::kCPitch]);
-      } else {
+    float* const out = kSplitK ? sk.partial + int64_t(split) * sk.partial_stride : p.y;
+    if constexpr (T % BN == 0) {
+      constexpr int S = T / BN;
+      static_assert(4 % S == 0, "a thread keeps its channel");
+      const int nl = tid % BN, ml0 = S == 1 ? 0 : tid / BN, n = n0 + nl;
+      if (n >= p.n) return;
+      float* const o = out + int64_t(m0 + ml0) * p.n + n;
+      const int64_t o_step = int64_t(S) * p.n;
+      const int m_left = p.m - m0 - ml0;
+      store_walk<BM / S, S>(cs + ml0 * BN, o, o_step, m_left, [&](int ml) { return Epi::row_major(ml, nl); });
+    } else {
+      // BN = 96: warp w takes rows w, w + W, ...; its lanes take channels lane + 32 c of each. The
+      // swizzle stays inside each run of 32, so row_major(ml, lane + 32 c) = row_major(ml, lane) + 32 c.
+      constexpr int W = T / 32;
+      static_assert(BM % W == 0, "the warps share the rows evenly");
+      const int lane = tid % 32, w = tid / 32;
+      bool n_ok[BN / 32];
 #pragma unroll
-        for (int j = 0; j < 4; ++j)
-          if (n + j < p.n) out[base + j] = c[j * Traits::kCPitch];
+      for (int c = 0; c < BN / 32; ++c) n_ok[c] = n0 + 32 * c + lane < p.n;
+#pragma unroll 4
+      for (int k = 0; k < BM / W; ++k) {
+        const int ml = w + k * W, m = m0 + ml;
+        if (m >= p.m) break;
+        float* const o = out + int64_t(m) * p.n + n0 + lane;
+        const float* const c_row = cs + Epi::row_major(ml, lane);
+#pragma unroll
+        for (int c = 0; c < BN / 32; ++c)
+          if (n_ok[c]) o[32 * c] = c_row[32 * c];
       }
     }
   }

@@ -4,6 +4,7 @@
 // the transform stays bound by memory, not by the integer pipe.
 #include "cuda/common/fast_divmod.cuh"
 #include "cuda/im2win/im2win_transform.h"
+#include "cuda/im2win/reduction_digits.h"
 
 namespace winconv::im2win {
 namespace {
@@ -57,13 +58,15 @@ struct RepackShape {
   ReductionOrder order;
 };
 
-// Filter tap kk of `order` -> (c, u, v).
+// Filter tap kk of `order` -> (c, u, v): the digits of kk, most significant first, are
+// (c, u, v), (c, v, u), (u, v, c) or (v, u, c).
 __device__ void reduction_tap(const RepackShape& s, int kk, int& c, int& u, int& v) {
+  ReductionDigits d{};
   switch (s.order) {
-    case ReductionOrder::kCUV: c = kk / (s.r * s.s); u = kk / s.s - c * s.r; v = kk % s.s; return;
-    case ReductionOrder::kCVU: c = kk / (s.r * s.s); v = kk / s.r - c * s.s; u = kk % s.r; return;
-    case ReductionOrder::kUVC: c = kk % s.c; v = (kk / s.c) % s.s; u = kk / (s.c * s.s); return;
-    case ReductionOrder::kVUC: c = kk % s.c; u = (kk / s.c) % s.r; v = kk / (s.c * s.r); return;
+    case ReductionOrder::kCUV: d = split_reduction(kk, s.r, s.s); c = d.hi; u = d.mid; v = d.lo; return;
+    case ReductionOrder::kCVU: d = split_reduction(kk, s.s, s.r); c = d.hi; v = d.mid; u = d.lo; return;
+    case ReductionOrder::kUVC: d = split_reduction(kk, s.s, s.c); u = d.hi; v = d.mid; c = d.lo; return;
+    case ReductionOrder::kVUC: d = split_reduction(kk, s.r, s.c); v = d.hi; u = d.mid; c = d.lo; return;
   }
 }
 

@@ -2,19 +2,31 @@
 // free of CUDA headers, so the selection rule can be tested on a machine without CUDA. A 64x64
 // tile (2-warp blocks) was measured and dropped: it never beat the best of these three by more
 // than 0.5%, and lost up to 29% where it was chosen for GEMMs too small to fill the GPU.
+// 128x96 exists for N = 96 (and 192, ...): a 128-wide tile computes a third as many padded
+// columns as real ones there; its threads own 8x6 outputs instead of 8x8.
 #pragma once
 
 namespace winconv::im2win {
 
-enum class TileShape { k128x128, k128x64, k64x128 };
+enum class TileShape { k128x128, k128x64, k64x128, k128x96 };
 
-inline int tile_bm(TileShape t) { return (t == TileShape::k128x128 || t == TileShape::k128x64) ? 128 : 64; }
-inline int tile_bn(TileShape t) { return (t == TileShape::k128x128 || t == TileShape::k64x128) ? 128 : 64; }
+inline int tile_bm(TileShape t) { return t == TileShape::k64x128 ? 64 : 128; }
+inline int tile_bn(TileShape t) {
+  switch (t) {
+    case TileShape::k128x64: return 64;
+    case TileShape::k128x96: return 96;
+    default: return 128;
+  }
+}
+// Outputs per thread along N: 8, or 6 in the 96-wide tile. Threads = BM/8 * BN/tile_tn.
+inline int tile_tn(TileShape t) { return t == TileShape::k128x96 ? 6 : 8; }
+inline int tile_threads(TileShape t) { return tile_bm(t) / 8 * (tile_bn(t) / tile_tn(t)); }
 inline const char* tile_name(TileShape t) {
   switch (t) {
     case TileShape::k128x128: return "128x128";
     case TileShape::k128x64: return "128x64";
     case TileShape::k64x128: return "64x128";
+    case TileShape::k128x96: return "128x96";
   }
   return "unknown";
 }
