@@ -30,8 +30,8 @@ bool uses_reduction_table(const Conv2dConfig& config, Conv2dAlgo algo, const Con
          plan.a_order == im2win::AStageOrder::kKMajor;
 }
 
-// The split partial tiles: m * n rounded up to 4 floats each (16-byte aligned).
-int64_t partial_stride(const Conv2dGemmPlan& g) { return (g.m * g.n + 3) / 4 * 4; }
+// The split partial tiles: (m - m_begin) * n rounded up to 4 floats each (16-byte aligned).
+int64_t partial_stride(const Conv2dGemmPlan& g) { return ((g.m - g.ksplit.m_begin) * g.n + 3) / 4 * 4; }
 
 // Workspace: [repacked filter | reduction table (unpadded on-chip only) | window tensor
 // (materialized only) | split-K partial tiles (split-K only)], each 256-byte aligned; the total
@@ -158,6 +158,8 @@ Status conv2d_forward_tiled(const Conv2dConfig& config, const void* x, const voi
   im2win::SplitKParams sk;
   sk.k_splits = plan.ksplit.splits;
   sk.k_tiles_per_split = plan.ksplit.tiles_per_split;
+  sk.tile_begin = int(plan.ksplit.head_tiles);  // < m_tiles * n_tiles, checked above
+  sk.m_begin = int(plan.ksplit.m_begin);
   sk.partial_stride = partial_stride(plan);
   if (sk.k_splits > 1) sk.partial = reinterpret_cast<float*>(base + ws.partial_offset);
   const auto order = materialized ? (nchw ? im2win::ReductionOrder::kCVU : im2win::ReductionOrder::kVUC)

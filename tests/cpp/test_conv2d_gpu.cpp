@@ -49,6 +49,15 @@ void expect_matches_reference(const Conv2dConfig& cfg, std::mt19937_64& rng) {
   EXPECT_LE(testing::relative_l2(y, ref), 1e-5) << testing::describe(cfg);
 }
 
+// Two runs on the same inputs write the same bits (split-K adds its splits in a fixed order).
+void expect_reruns_bit_identical(const Conv2dConfig& cfg, std::mt19937_64& rng) {
+  const auto x = random_vector(size_t(cfg.problem.x_elements()), rng);
+  const auto w = random_vector(size_t(cfg.problem.w_elements()), rng);
+  const auto y1 = run_gpu(cfg, x, w), y2 = run_gpu(cfg, x, w);
+  ASSERT_EQ(y1.size(), y2.size());
+  EXPECT_EQ(std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float)), 0) << "reruns differ";
+}
+
 const Conv2dAlgo kAlgos[] = {Conv2dAlgo::kAuto, Conv2dAlgo::kOnChip, Conv2dAlgo::kMaterialized};
 
 // A config from a row {n, c, h, w, k, r, s, stride, pad} (square stride and padding).
@@ -187,14 +196,44 @@ TEST(Conv2dGpu, SplitKMatchesReferenceAndRepeatsBitForBit) {
         ++runs;
         split_runs += plan.ksplit.splits > 1;
         expect_matches_reference(cfg, rng);
-        const auto x = random_vector(size_t(cfg.problem.x_elements()), rng);
-        const auto w = random_vector(size_t(cfg.problem.w_elements()), rng);
-        const auto y1 = run_gpu(cfg, x, w), y2 = run_gpu(cfg, x, w);
-        ASSERT_EQ(y1.size(), y2.size());
-        EXPECT_EQ(std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float)), 0) << "reruns differ";
+        expect_reruns_bit_identical(cfg, rng);
       }
   // On 132 SMs every run splits; a GPU with other SM counts splits at least the one-tile shapes.
   EXPECT_GE(split_runs, sms == 132 ? runs : 1) << split_runs << " of " << runs << " runs split the reduction";
+}
+
+TEST(Conv2dGpu, SplitKTailOfTheLastRoundMatchesReferenceAndRepeatsBitForBit) {
+  // A GEMM a few tiles past whole rounds on every SM: the head runs unsplit, then only the
+  // tail's tiles are split and reduced into their rows of y (tile_select.h). The shape is searched
+  // for this device's SM count; odd C takes the scalar NHWC gather, C = 48 the vector one (with
+  // K = 200: two tile columns, the second with a tail), and the odd width puts an image boundary
+  // inside tiles.
+  WINCONV_REQUIRE_GPU();
+  int sms = 0;
+  ASSERT_TRUE(cuda_check_device(&sms).ok());
+  std::mt19937_64 rng(31);
+  int runs = 0;
+  for (Layout layout : {Layout::kNCHW, Layout::kNHWC})
+    for (int64_t c : {47, 48})
+      for (int64_t pad : {0, 1}) {
+        const Conv2dAlgo algo = pad == 0 ? Conv2dAlgo::kOnChip : Conv2dAlgo::kMaterialized;
+        bool found = false;
+        for (int64_t n = 1; n <= 16 && !found; ++n)
+          for (int64_t h = 8; h <= 64 && !found; ++h) {
+            const int64_t row[9] = {n, c, h, h + 1, c == 48 ? 200 : 64, 3, 3, 1, pad};
+            const Conv2dConfig cfg = config_from_row(row, layout, algo);
+            const Conv2dGemmPlan plan = conv2d_gemm_plan(cfg, sms, nullptr);
+            if (plan.ksplit.splits < 2 || plan.ksplit.head_tiles == 0) continue;
+            found = true;
+            ++runs;
+            SCOPED_TRACE(testing::describe(cfg) + " tile " + im2win::tile_name(plan.tile) + ", " +
+                         std::to_string(plan.ksplit.splits) + " splits after " +
+                         std::to_string(plan.ksplit.head_tiles) + " unsplit tiles");
+            expect_matches_reference(cfg, rng);
+            expect_reruns_bit_identical(cfg, rng);
+          }
+      }
+  EXPECT_GT(runs, 0) << "no shape of the search takes a tail split on " << sms << " SMs";
 }
 
 TEST(Conv2dGpu, BenchmarkLayersAtBatch2) {

@@ -124,6 +124,21 @@ TEST(KSplit, PartialTilesNeverOutgrowTheIm2colMatrix) {
   EXPECT_EQ(ks.splits, 4);
 }
 
+TEST(KSplit, TheTailOfTheLastRoundIsSplit) {
+  // conv6 at batch 128 (M = 12800, N = 512, K_gemm = 2304) in 64x128 tiles: 800 tiles, 6 whole
+  // rounds on 132 SMs and 8 tiles more. The head (792 tiles, 198 of the 200 tile rows) runs
+  // unsplit; the 8 tail tiles are split.
+  const KSplit ks = select_k_splits(12800, 512, 2304, TileShape::k64x128, kSms);
+  EXPECT_EQ(ks.head_tiles, 792);
+  EXPECT_EQ(ks.m_begin, 198 * 64);
+  EXPECT_GE(ks.splits, 2);
+}
+
+TEST(KSplit, WholeRoundsAreNotSplit) {
+  // 6 * 132 tiles of 64x128 exactly (N = 128): every SM runs 6; nothing to balance.
+  EXPECT_EQ(select_k_splits(792 * 64, 128, 2304, TileShape::k64x128, kSms).splits, 1);
+}
+
 TEST(KSplit, SplitsCoverTheReductionExactlyAndNoneIsEmpty) {
   std::mt19937 rng(7);
   const TileShape shapes[] = {TileShape::k128x128, TileShape::k64x128, TileShape::k128x64};
@@ -140,9 +155,20 @@ TEST(KSplit, SplitsCoverTheReductionExactlyAndNoneIsEmpty) {
     ASSERT_LE(last, ks.tiles_per_split) << m << " " << n << " " << k_gemm;
     if (ks.splits > 1) {
       ASSERT_GE(ks.tiles_per_split, kMinKTilesPerSplit);
-      ASSERT_LE(ks.splits * n, k_gemm) << m << " " << n << " " << k_gemm;
+      // The partial tiles of the split rows never outgrow the im2col matrix.
+      ASSERT_LE(double(ks.splits) * double(m - ks.m_begin) * double(n), double(k_gemm) * double(m))
+          << m << " " << n << " " << k_gemm;
       // Only a GEMM that leaves SMs idle in its last round is split.
       ASSERT_NE(tile_count(m, n, t) % kSms, 0) << m << " " << n;
+      // A tail split's head is whole rounds of whole tile rows, and the split rows follow it.
+      const int64_t n_tiles = (n + tile_bn(t) - 1) / tile_bn(t);
+      ASSERT_GE(ks.head_tiles, 0);
+      ASSERT_LT(ks.head_tiles, tile_count(m, n, t));
+      ASSERT_EQ(ks.head_tiles % n_tiles, 0);
+      if (ks.head_tiles > 0) ASSERT_EQ(ks.head_tiles, tail_split_head(m, n, t, kSms));
+      ASSERT_EQ(ks.m_begin, ks.head_tiles / n_tiles * tile_bm(t));
+    } else {
+      ASSERT_EQ(ks.head_tiles, 0);
     }
   }
 }

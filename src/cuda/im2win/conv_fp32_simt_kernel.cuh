@@ -17,9 +17,10 @@
 // sides free of bank conflicts (EpilogueTile).
 //
 // Split-K (kSplitK, launched when sk.k_splits > 1 for GEMMs whose tiles leave SMs idle):
-// blockIdx.y picks a contiguous range of the reduction; the block writes its partial tile
-// row-major into sk.partial, and splitk_reduce adds the splits in a fixed order (deterministic)
-// into y. A separate instantiation with its own argument (SplitKParams) leaves the unsplit
+// blockIdx.y picks a contiguous range of the reduction and blockIdx.x + sk.tile_begin the tile
+// (a tail split runs the tiles before tile_begin unsplit, in a launch of the unsplit kernel);
+// the block writes its partial tile row-major into sk.partial, and splitk_reduce adds the splits
+// in a fixed order (deterministic) into y. A separate instantiation with its own argument (SplitKParams) leaves the unsplit
 // kernels' machine code as it was without split-K: a runtime split, or the split fields inside
 // ConvGemmParams, made ptxas reload parameters in the loop of the 128x64 scalar NHWC kernel
 // (3% slower on conv3 and conv7 NHWC).
@@ -129,7 +130,7 @@ conv_fp32_simt_kernel(const ConvGemmParams p, const SplitKParams sk) {
   float* b_stages = smem + kStages * kAStage;            // [kStages][kBK][BN]
 
   // Zig-zag tile order.
-  const int tile = blockIdx.x;
+  const int tile = blockIdx.x + (kSplitK ? sk.tile_begin : 0);
   const int m_tile = tile / p.n_tiles;
   int n_tile = tile - m_tile * p.n_tiles;
   if (m_tile & 1) n_tile = p.n_tiles - 1 - n_tile;
@@ -272,13 +273,15 @@ conv_fp32_simt_kernel(const ConvGemmParams p, const SplitKParams sk) {
     const int n_left = p.n - n0 - nl0;
     store_walk<BN / S, S>(cs + nl0 * BM, y_out, y_step, n_left, [&](int nl) { return Epi::column_major(nl, ml); });
   } else {
+    // Partial rows start at sk.m_begin.
     float* const out = kSplitK ? sk.partial + int64_t(split) * sk.partial_stride : p.y;
+    const int row0 = kSplitK ? sk.m_begin : 0;
     if constexpr (T % BN == 0) {
       constexpr int S = T / BN;
       static_assert(4 % S == 0, "a thread keeps its channel");
       const int nl = tid % BN, ml0 = S == 1 ? 0 : tid / BN, n = n0 + nl;
       if (n >= p.n) return;
-      float* const o = out + int64_t(m0 + ml0) * p.n + n;
+      float* const o = out + int64_t(m0 + ml0 - row0) * p.n + n;
       const int64_t o_step = int64_t(S) * p.n;
       const int m_left = p.m - m0 - ml0;
       store_walk<BM / S, S>(cs + ml0 * BN, o, o_step, m_left, [&](int ml) { return Epi::row_major(ml, nl); });
@@ -295,7 +298,7 @@ conv_fp32_simt_kernel(const ConvGemmParams p, const SplitKParams sk) {
       for (int k = 0; k < BM / W; ++k) {
         const int ml = w + k * W, m = m0 + ml;
         if (m >= p.m) break;
-        float* const o = out + int64_t(m) * p.n + n0 + lane;
+        float* const o = out + int64_t(m - row0) * p.n + n0 + lane;
         const float* const c_row = cs + Epi::row_major(ml, lane);
 #pragma unroll
         for (int c = 0; c < BN / 32; ++c)

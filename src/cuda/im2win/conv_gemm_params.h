@@ -29,13 +29,16 @@ struct ConvGemmParams {
 };
 
 // Split-K: blockIdx.y = split; each split runs k_tiles_per_split BK-deep steps of the reduction.
-// With k_splits > 1 the splits write row-major [m][n] partial tiles, split s at
-// partial + s * partial_stride, and splitk_reduce sums them in split order into y.
+// With k_splits > 1 the split launch covers tiles [tile_begin, m_tiles * n_tiles), whose rows are
+// [m_begin, m) (tile_begin > 0: the tiles before it ran unsplit in a launch of their own); the
+// splits write row-major [m - m_begin][n] partial tiles, split s at partial + s * partial_stride,
+// and splitk_reduce sums them in split order into rows [m_begin, m) of y.
 // A separate kernel argument (conv_fp32_simt_kernel.cuh says why).
 struct SplitKParams {
   int k_splits = 1, k_tiles_per_split = 0;
+  int tile_begin = 0, m_begin = 0;
   float* partial = nullptr;
-  int64_t partial_stride = 0;  // m * n rounded up to 4 (16-byte aligned partial tiles)
+  int64_t partial_stride = 0;  // (m - m_begin) * n rounded up to 4 (16-byte aligned partial tiles)
 };
 
 }  // namespace winconv::im2win

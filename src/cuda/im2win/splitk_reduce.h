@@ -1,5 +1,6 @@
-// The second pass of split-K: sums the row-major [m][n] partial tiles of the reduction splits,
-// in split order (bit-identical on every run), and writes y in the output layout.
+// The second pass of split-K: sums the row-major partial tiles of the reduction splits (rows
+// [m_begin, m) of the GEMM) in split order (bit-identical on every run), and writes y in the
+// output layout.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -64,29 +64,41 @@ inline TileShape select_tile(int64_t m, int64_t n, int num_sms, AStageOrder orde
   return best;
 }
 
-// Reduction splits (split-K) for a GEMM whose tiles leave SMs idle (docs/perf-notes.md, v7).
-// Predicted time of s splits = GEMM + reduction pass:
-//   GEMM: the busiest SM runs ceil(tiles * s / SMs) blocks of ceil(k_tiles / s) BK-deep steps
-//         each, at one SM's FP32 rate times sm_share_rate of the warps resident on it (a lone
-//         4-warp block runs at ~0.9 of a full SM: two splits of 100 64x128 tiles, one and two
-//         blocks per SM, measured 8-13% faster);
-//   reduction: the s partial tiles written and read once more (8 * s * M * N bytes) plus a launch.
-// The split with the least predicted time is taken when it beats one split by kMinSplitGain (the
-// margin covers what the model leaves out). Two splits of 100 tiles on 132 SMs, say, predict no
-// gain (the busiest SM still runs a whole tile's work): measured 1-22% slower, so not taken.
-// Each split keeps at least kMinKTilesPerSplit steps (the 4-stage pipeline fills), and the splits
-// hold no more partial-tile memory than the im2col matrix would.
+// Reduction splits (split-K) for a GEMM whose tiles leave SMs idle (docs/perf-notes.md, v7 and
+// v10). Two forms:
+//   - every tile split (v7): for GEMMs of about one tile per SM or fewer (conv12: 100 tiles);
+//   - only the tail split (v10): the tiles of the last, partial round. The head, whole rounds
+//     of tiles on every SM, runs unsplit in one launch; the tail's tiles are split in a second
+//     one, so the SMs that the tail would leave idle share its work (conv6: 800 tiles on 132
+//     SMs, 6 rounds and 8 tiles; the busiest SM ran 7 tiles' work where 6.06 is the average).
+// Predicted time of a plan = its GEMM launches + the reduction pass:
+//   GEMM: the busiest SM runs ceil(blocks / SMs) blocks of their BK-deep steps, at one SM's
+//         FP32 rate times sm_share_rate of the warps resident on it (a lone 4-warp block runs
+//         at ~0.9 of a full SM: two splits of 100 64x128 tiles, one and two blocks per SM,
+//         measured 8-13% faster); each launch after the first adds kLaunchNs;
+//   reduction: the s partial tiles of the split rows written and read once more (8 * s * rows
+//         * N bytes) plus a launch.
+// A form is taken when it beats the unsplit GEMM by its margin (what the model leaves out):
+// kMinSplitGain for every tile split (two splits of 100 tiles on 132 SMs, say, predict no gain,
+// since the busiest SM still runs a whole tile's work: measured 1-22% slower), kMinTailSplitGain
+// for the tail. Each split keeps at least kMinKTilesPerSplit steps (the 4-stage pipeline fills),
+// and the partial tiles never outgrow the im2col matrix (s * rows * N <= K_gemm * M floats).
 // The rates are H200 figures; elsewhere they move the trade-off only through their ratio.
 constexpr int kMaxKSplits = 8;
 constexpr int kMinKTilesPerSplit = 8;
 constexpr double kSmFlopsPerNs = 300.0;   // one SM in the GEMM kernel (~40 TFLOPS / 132 SMs)
 constexpr double kPartialBytesPerNs = 3000.0;
-constexpr double kReduceLaunchNs = 3000.0;
+constexpr double kLaunchNs = 3000.0;
 constexpr double kMinSplitGain = 1.15;
+constexpr double kMinTailSplitGain = 1.05;
 
 struct KSplit {
   int splits = 1;           // splits that run (none empty)
   int tiles_per_split = 0;  // BK-deep steps per split (the last may have fewer)
+  // Tiles [0, head_tiles) run unsplit before the split ones; head_tiles is a whole number of
+  // tile rows, so the split tiles cover the output rows [m_begin, M). 0: every tile is split.
+  int64_t head_tiles = 0;
+  int64_t m_begin = 0;
 };
 
 // The splits that `requested` becomes: steps per split rounded up, so none is empty.
@@ -102,34 +114,60 @@ inline double sm_share_rate(int64_t resident_warps) {
   return resident_warps >= 8 ? 1.0 : 0.78 + 0.0275 * double(resident_warps);
 }
 
-// Predicted time in ns of the GEMM (m x n, k_tiles BK-deep steps) with these splits.
-inline double k_split_cost_ns(int64_t m, int64_t n, TileShape t, int num_sms, const KSplit& ks) {
-  const int64_t blocks = tile_count(m, n, t) * ks.splits;
+// Predicted time in ns of one launch of `blocks` tiles of shape t, each `steps` BK-deep steps.
+inline double gemm_launch_ns(int64_t blocks, int steps, TileShape t, int num_sms) {
+  if (blocks <= 0) return 0.0;
   const int64_t busiest = (blocks + num_sms - 1) / num_sms;
-  const int64_t warps_per_block = tile_threads(t) / 32;
-  const double rate = kSmFlopsPerNs * sm_share_rate(busiest * warps_per_block);
-  const double step_flops = 2.0 * tile_bm(t) * tile_bn(t) * kBK;
-  const double gemm = double(busiest) * ks.tiles_per_split * step_flops / rate;
-  const double reduce = ks.splits > 1 ? 8.0 * ks.splits * double(m) * double(n) / kPartialBytesPerNs + kReduceLaunchNs : 0.0;
-  return gemm + reduce;
+  const double rate = kSmFlopsPerNs * sm_share_rate(busiest * (tile_threads(t) / 32));
+  return double(busiest) * steps * (2.0 * tile_bm(t) * tile_bn(t) * kBK) / rate;
+}
+
+// Predicted time in ns of the GEMM (m x n, k_tiles BK-deep steps) with these splits.
+inline double k_split_cost_ns(int64_t m, int64_t n, int k_tiles, TileShape t, int num_sms, const KSplit& ks) {
+  const int64_t tiles = tile_count(m, n, t);
+  if (ks.splits <= 1) return gemm_launch_ns(tiles, k_tiles, t, num_sms);
+  const double head = ks.head_tiles > 0 ? gemm_launch_ns(ks.head_tiles, k_tiles, t, num_sms) + kLaunchNs : 0.0;
+  const double split = gemm_launch_ns((tiles - ks.head_tiles) * ks.splits, ks.tiles_per_split, t, num_sms);
+  const double reduce = 8.0 * ks.splits * double(m - ks.m_begin) * double(n) / kPartialBytesPerNs + kLaunchNs;
+  return head + split + reduce;
+}
+
+// The head of a tail split: the whole rounds of tiles on every SM, cut back to whole tile rows
+// (0 when there is no tail, or no whole row before it).
+inline int64_t tail_split_head(int64_t m, int64_t n, TileShape t, int num_sms) {
+  const int64_t tiles = tile_count(m, n, t), n_tiles = (n + tile_bn(t) - 1) / tile_bn(t);
+  const int64_t head = tiles / num_sms * num_sms / n_tiles * n_tiles;
+  return head < tiles ? head : 0;
 }
 
 // The GEMM is m x n with reduction depth k_gemm, run in tiles of shape t.
 inline KSplit select_k_splits(int64_t m, int64_t n, int64_t k_gemm, TileShape t, int num_sms) {
   const int k_tiles = int((k_gemm + kBK - 1) / kBK);
-  KSplit best = k_split_of(k_tiles, 1);
-  if (num_sms <= 0) return best;
-  const double unsplit = k_split_cost_ns(m, n, t, num_sms, best);
-  double best_cost = unsplit;
-  // s * n <= k_gemm: the partial tiles (s * m * n floats) never outgrow the im2col matrix
-  // (k_gemm * m floats) that the window formulation exists to avoid.
-  for (int s = 2; s <= kMaxKSplits && s * kMinKTilesPerSplit <= k_tiles && s * n <= k_gemm; ++s) {
-    const KSplit ks = k_split_of(k_tiles, s);
-    if (ks.tiles_per_split < kMinKTilesPerSplit) continue;
-    const double cost = k_split_cost_ns(m, n, t, num_sms, ks);
-    if (cost < best_cost) { best = ks; best_cost = cost; }
-  }
-  return unsplit >= kMinSplitGain * best_cost ? best : k_split_of(k_tiles, 1);
+  const KSplit unsplit = k_split_of(k_tiles, 1);
+  if (num_sms <= 0) return unsplit;
+  const double unsplit_cost = k_split_cost_ns(m, n, k_tiles, t, num_sms, unsplit);
+  // The best s splits of the rows [m_begin, m) after head_tiles unsplit tiles.
+  auto best_of = [&](int64_t head_tiles, int64_t m_begin, double* cost) {
+    KSplit best = unsplit;
+    *cost = unsplit_cost;
+    for (int s = 2; s <= kMaxKSplits && s * kMinKTilesPerSplit <= k_tiles; ++s) {
+      if (double(s) * double(m - m_begin) * double(n) > double(k_gemm) * double(m)) break;  // memory cap
+      KSplit ks = k_split_of(k_tiles, s);
+      if (ks.tiles_per_split < kMinKTilesPerSplit) continue;
+      ks.head_tiles = head_tiles;
+      ks.m_begin = m_begin;
+      const double c = k_split_cost_ns(m, n, k_tiles, t, num_sms, ks);
+      if (c < *cost) { best = ks; *cost = c; }
+    }
+    return best;
+  };
+  double cost = 0.0;
+  const KSplit all = best_of(0, 0, &cost);
+  if (unsplit_cost >= kMinSplitGain * cost) return all;
+  const int64_t head = tail_split_head(m, n, t, num_sms);
+  if (head == 0) return unsplit;
+  const KSplit tail = best_of(head, head / ((n + tile_bn(t) - 1) / tile_bn(t)) * tile_bm(t), &cost);
+  return unsplit_cost >= kMinTailSplitGain * cost ? tail : unsplit;
 }
 
 }  // namespace winconv::im2win
