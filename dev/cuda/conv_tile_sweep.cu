@@ -5,7 +5,8 @@
 //
 //   conv_tile_sweep LAYERS_CSV [BATCH] [ITERS]
 //
-// Prints: layer layout tile ms tflops max_rel_diff splits selected
+// Prints: layer layout tile ms tflops max_rel_diff splits selected (splits "4t": the tail of the
+// last round split 4 ways after whole rounds unsplit)
 //
 // Build (from the repository root, after the library):
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -DWINCONV_HAVE_CUDA=1 -Iinclude -Isrc -Ibench \
@@ -121,9 +122,10 @@ int main(int argc, char** argv) {
         float ms = 0;
         CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
         ms /= iters;
-        std::printf("%s %s %s %.4f %.2f %.2e %d %s\n", l.name.c_str(), layout == Layout::kNCHW ? "nchw" : "nhwc",
-                    im2win::tile_name(t), ms, cfg.problem.flops() / ms * 1e-9, num / (den > 0 ? den : 1),
-                    conv2d_gemm_plan(cfg, sms, &t).ksplit.splits, t == chosen ? "*" : "");
+        const im2win::KSplit ks = conv2d_gemm_plan(cfg, sms, &t).ksplit;
+        std::printf("%s %s %s %.4f %.2f %.2e %d%s %s\n", l.name.c_str(), layout == Layout::kNCHW ? "nchw" : "nhwc",
+                    im2win::tile_name(t), ms, cfg.problem.flops() / ms * 1e-9, num / (den > 0 ? den : 1), ks.splits,
+                    ks.head_tiles > 0 ? "t" : "", t == chosen ? "*" : "");
         std::fflush(stdout);
       }
       CHECK_CUDA(cudaFree(x)); CHECK_CUDA(cudaFree(w)); CHECK_CUDA(cudaFree(y));
