@@ -69,31 +69,6 @@ struct GatherMapping {
   __device__ float* dst(float* as, int i) const { return as + (kk_local0 + i) * BM + m_local; }
 };
 
-template <int BM, int BK, int THREADS>
-struct GatherOnChipNchw : GatherMapping<BM, BK, THREADS> {
-  using Base = GatherMapping<BM, BK, THREADS>;
-  WindowOrigin origin;
-  ReductionDigits pos, step;  // (c, u, v) of the next stage's first element; BK as digits
-
-  __device__ GatherOnChipNchw(const ConvGemmParams& p, int m0, int tid, int k_begin)
-      : Base(p, m0, tid),
-        origin(p, this->img, this->op, this->oq),
-        pos(split_reduction(k_begin + this->kk_local0, p.r, p.s)),
-        step(split_reduction(BK, p.r, p.s)) {}
-
-  __device__ void load(const ConvGemmParams& p, float* as, int k0) {
-    int kk = k0 + this->kk_local0, c = pos.hi, u = pos.mid, v = pos.lo;
-#pragma unroll
-    for (int i = 0; i < Base::kPerThread; ++i, ++kk) {
-      const int ih = origin.ih0 + u, iw = origin.iw0 + v;
-      const bool ok = this->m_valid && kk < p.kg && unsigned(ih) < unsigned(p.h) && unsigned(iw) < unsigned(p.w);
-      cp_async_4(this->dst(as, i), origin.image + (ok ? (c * p.h + ih) * p.w + iw : 0), ok);
-      if (++v == p.s) { v = 0; if (++u == p.r) { u = 0; ++c; } }
-    }
-    step_reduction(pos, step, p.r, p.s);
-  }
-};
-
 // On-chip windows without padding, through the reduction table (reduction_table.h): every
 // window lies inside its image and element kk sits at table[kk] from the window origin, so one
 // address add forms each copy's source and the only predicate is the reduction tail (a tail
@@ -130,30 +105,43 @@ using GatherOnChipNchwUnpadded = GatherOnChipUnpadded<BM, BK, THREADS, false>;
 template <int BM, int BK, int THREADS>
 using GatherOnChipNhwcUnpadded = GatherOnChipUnpadded<BM, BK, THREADS, true>;
 
-template <int BM, int BK, int THREADS>
-struct GatherOnChipNhwc : GatherMapping<BM, BK, THREADS> {
+// On-chip windows with padding: the tap's row and column are needed for the bounds test, so the
+// gather keeps the digits of its reduction index, most significant first: (c, u, v) in NCHW with
+// radices (R, S), (u, v, c) in NHWC with radices (S, C).
+template <int BM, int BK, int THREADS, bool kNhwc>
+struct GatherOnChipPadded : GatherMapping<BM, BK, THREADS> {
   using Base = GatherMapping<BM, BK, THREADS>;
   WindowOrigin origin;
-  ReductionDigits pos, step;  // (u, v, c) of the next stage's first element; BK as digits
+  ReductionDigits pos, step;  // the digits of the next stage's first element; BK as digits
 
-  __device__ GatherOnChipNhwc(const ConvGemmParams& p, int m0, int tid, int k_begin)
+  __device__ static int mid_radix(const ConvGemmParams& p) { return kNhwc ? p.s : p.r; }
+  __device__ static int lo_radix(const ConvGemmParams& p) { return kNhwc ? p.c : p.s; }
+
+  __device__ GatherOnChipPadded(const ConvGemmParams& p, int m0, int tid, int k_begin)
       : Base(p, m0, tid),
         origin(p, this->img, this->op, this->oq),
-        pos(split_reduction(k_begin + this->kk_local0, p.s, p.c)),
-        step(split_reduction(BK, p.s, p.c)) {}
+        pos(split_reduction(k_begin + this->kk_local0, mid_radix(p), lo_radix(p))),
+        step(split_reduction(BK, mid_radix(p), lo_radix(p))) {}
 
   __device__ void load(const ConvGemmParams& p, float* as, int k0) {
-    int kk = k0 + this->kk_local0, u = pos.hi, v = pos.mid, c = pos.lo;
+    int kk = k0 + this->kk_local0, hi = pos.hi, mid = pos.mid, lo = pos.lo;
 #pragma unroll
     for (int i = 0; i < Base::kPerThread; ++i, ++kk) {
+      const int c = kNhwc ? lo : hi, u = kNhwc ? hi : mid, v = kNhwc ? mid : lo;
       const int ih = origin.ih0 + u, iw = origin.iw0 + v;
       const bool ok = this->m_valid && kk < p.kg && unsigned(ih) < unsigned(p.h) && unsigned(iw) < unsigned(p.w);
-      cp_async_4(this->dst(as, i), origin.image + (ok ? (ih * p.w + iw) * p.c + c : 0), ok);
-      if (++c == p.c) { c = 0; if (++v == p.s) { v = 0; ++u; } }
+      cp_async_4(this->dst(as, i),
+                 origin.image + (ok ? (kNhwc ? (ih * p.w + iw) * p.c + c : (c * p.h + ih) * p.w + iw) : 0), ok);
+      if (++lo == lo_radix(p)) { lo = 0; if (++mid == mid_radix(p)) { mid = 0; ++hi; } }
     }
-    step_reduction(pos, step, p.s, p.c);
+    step_reduction(pos, step, mid_radix(p), lo_radix(p));
   }
 };
+
+template <int BM, int BK, int THREADS>
+using GatherOnChipNchw = GatherOnChipPadded<BM, BK, THREADS, false>;
+template <int BM, int BK, int THREADS>
+using GatherOnChipNhwc = GatherOnChipPadded<BM, BK, THREADS, true>;
 
 template <int BM, int BK, int THREADS>
 struct GatherWindowNchw : GatherMapping<BM, BK, THREADS> {
