@@ -145,8 +145,8 @@ Status conv2d_forward_tiled(const Conv2dConfig& config, const void* x, const voi
   p.y_image_stride = pb.k * pb.p() * pb.q();
   p.a_image_stride = materialized ? pb.c * pb.p() * (pb.w + 2 * pb.pad_w) * pb.r : pb.c * pb.h * pb.w;
   const im2win::TileShape tile = plan.tile;
-  p.m_tiles = int((p.m + im2win::tile_bm(tile) - 1) / im2win::tile_bm(tile));
-  p.n_tiles = int((p.n + im2win::tile_bn(tile) - 1) / im2win::tile_bn(tile));
+  p.m_tiles = int(im2win::tile_rows(p.m, tile));
+  p.n_tiles = int(im2win::tile_cols(p.n, tile));
   if (int64_t(p.m_tiles) * p.n_tiles > int64_t(INT32_MAX)) {
     return Status(StatusCode::kIndexOverflow, "the number of output tiles exceeds 2^31-1; split the batch");
   }

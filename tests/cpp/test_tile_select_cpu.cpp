@@ -161,7 +161,7 @@ TEST(KSplit, SplitsCoverTheReductionExactlyAndNoneIsEmpty) {
       // Only a GEMM that leaves SMs idle in its last round is split.
       ASSERT_NE(tile_count(m, n, t) % kSms, 0) << m << " " << n;
       // A tail split's head is whole rounds of whole tile rows, and the split rows follow it.
-      const int64_t n_tiles = (n + tile_bn(t) - 1) / tile_bn(t);
+      const int64_t n_tiles = tile_cols(n, t);
       ASSERT_GE(ks.head_tiles, 0);
       ASSERT_LT(ks.head_tiles, tile_count(m, n, t));
       ASSERT_EQ(ks.head_tiles % n_tiles, 0);

@@ -30,6 +30,7 @@
 
 #include "cuda/im2win/async_copy.cuh"
 #include "cuda/im2win/conv_gemm_params.h"
+#include "cuda/im2win/tile_shape.h"
 #include "cuda/im2win/window_gather.cuh"
 
 namespace winconv::im2win {
@@ -42,7 +43,7 @@ constexpr int kTM = 8;  // outputs per thread along M: two float4 runs of A, BM/
 // BN = 64 and 128: 8 = two float4 runs BN/2 apart; BN = 96: 6 = three float2 runs 32 apart.
 template <int BN>
 struct NFragment {
-  static constexpr int kTN = BN == 96 ? 6 : 8;
+  static constexpr int kTN = tile_tn_of_bn(BN);
   static constexpr int kWidth = kTN == 8 ? 4 : 2;
   static constexpr int kPieces = kTN / kWidth;
   static constexpr int kStride = BN / kPieces;

@@ -29,9 +29,10 @@ namespace winconv::im2win {
 // How the GEMM kernel stores its A (window) stage in shared memory.
 enum class AStageOrder { kKMajor, kPixelMajor };
 
-inline int64_t tile_count(int64_t m, int64_t n, TileShape t) {
-  return ((m + tile_bm(t) - 1) / tile_bm(t)) * ((n + tile_bn(t) - 1) / tile_bn(t));
-}
+// The GEMM's tile grid: rows along M, columns along N.
+inline int64_t tile_rows(int64_t m, TileShape t) { return (m + tile_bm(t) - 1) / tile_bm(t); }
+inline int64_t tile_cols(int64_t n, TileShape t) { return (n + tile_bn(t) - 1) / tile_bn(t); }
+inline int64_t tile_count(int64_t m, int64_t n, TileShape t) { return tile_rows(m, t) * tile_cols(n, t); }
 
 // Relative throughput of a full SM with this shape, per mille of the fastest shape.
 inline int tile_rate_permille(TileShape t, AStageOrder order) {
@@ -135,7 +136,7 @@ inline double k_split_cost_ns(int64_t m, int64_t n, int k_tiles, TileShape t, in
 // The head of a tail split: the whole rounds of tiles on every SM, cut back to whole tile rows
 // (0 when there is no tail, or no whole row before it).
 inline int64_t tail_split_head(int64_t m, int64_t n, TileShape t, int num_sms) {
-  const int64_t tiles = tile_count(m, n, t), n_tiles = (n + tile_bn(t) - 1) / tile_bn(t);
+  const int64_t tiles = tile_count(m, n, t), n_tiles = tile_cols(n, t);
   const int64_t head = tiles / num_sms * num_sms / n_tiles * n_tiles;
   return head < tiles ? head : 0;
 }
@@ -166,7 +167,7 @@ inline KSplit select_k_splits(int64_t m, int64_t n, int64_t k_gemm, TileShape t,
   if (unsplit_cost >= kMinSplitGain * cost) return all;
   const int64_t head = tail_split_head(m, n, t, num_sms);
   if (head == 0) return unsplit;
-  const KSplit tail = best_of(head, head / ((n + tile_bn(t) - 1) / tile_bn(t)) * tile_bm(t), &cost);
+  const KSplit tail = best_of(head, head / tile_cols(n, t) * tile_bm(t), &cost);
   return unsplit_cost >= kMinTailSplitGain * cost ? tail : unsplit;
 }
 

@@ -1,7 +1,8 @@
 // The block tile shapes of the FP32 im2win GEMM (BM pixels x BN output channels). Host-only and
 // free of CUDA headers, so the selection rule can be tested on a machine without CUDA. A 64x64
-// tile (2-warp blocks) was measured and dropped: it never beat the best of these three by more
-// than 0.5%, and lost up to 29% where it was chosen for GEMMs too small to fill the GPU.
+// tile (2-warp blocks) was measured and dropped: it never beat the best of 128x128, 128x64 and
+// 64x128 by more than 0.5%, and lost up to 29% where it was chosen for GEMMs too small to fill
+// the GPU.
 // 128x96 exists for N = 96 (and 192, ...): a 128-wide tile computes a third as many padded
 // columns as real ones there; its threads own 8x6 outputs instead of 8x8.
 #pragma once
@@ -18,8 +19,10 @@ inline int tile_bn(TileShape t) {
     default: return 128;
   }
 }
-// Outputs per thread along N: 8, or 6 in the 96-wide tile. Threads = BM/8 * BN/tile_tn.
-inline int tile_tn(TileShape t) { return t == TileShape::k128x96 ? 6 : 8; }
+// Outputs per thread along N for a tile BN wide: 8, or 6 in the 96-wide tile (the kernel's
+// NFragment follows it). Threads = BM/8 * BN/tile_tn.
+constexpr int tile_tn_of_bn(int bn) { return bn == 96 ? 6 : 8; }
+inline int tile_tn(TileShape t) { return tile_tn_of_bn(tile_bn(t)); }
 inline int tile_threads(TileShape t) { return tile_bm(t) / 8 * (tile_bn(t) / tile_tn(t)); }
 inline const char* tile_name(TileShape t) {
   switch (t) {
