@@ -13,22 +13,21 @@ cudaError_t launch_conv_fp32_tile(const ConvGemmParams& p, const SplitKParams& s
   using Traits = TileTraits<BM, BN, Gather<BM, kBK, TileTraits<BM, BN>::kThreads>::kMajorM>;
   auto* unsplit = conv_fp32_simt_kernel<BM, BN, Gather, kOutNchw, false>;
   auto* split = conv_fp32_simt_kernel<BM, BN, Gather, kOutNchw, true>;
+  // Above 48 KB of dynamic shared memory a kernel must opt in (cheap and idempotent).
+  auto run = [&](auto* kernel, dim3 grid) {
+    const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Traits::kSmemBytes);
+    if (err != cudaSuccess) return err;
+    kernel<<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(p, sk);
+    return cudaGetLastError();
+  };
   const unsigned tiles = unsigned(p.m_tiles) * unsigned(p.n_tiles);
-  // Unsplit tiles: all of them, or the head of a tail split. Above 48 KB of dynamic shared
-  // memory a kernel must opt in (cheap and idempotent).
+  // Unsplit tiles: all of them, or the head of a tail split.
   const unsigned unsplit_tiles = sk.k_splits > 1 ? unsigned(sk.tile_begin) : tiles;
   if (unsplit_tiles > 0) {
-    cudaError_t err = cudaFuncSetAttribute(unsplit, cudaFuncAttributeMaxDynamicSharedMemorySize, Traits::kSmemBytes);
+    const cudaError_t err = run(unsplit, dim3(unsplit_tiles));
     if (err != cudaSuccess) return err;
-    unsplit<<<unsplit_tiles, Traits::kThreads, Traits::kSmemBytes, stream>>>(p, sk);
-    if ((err = cudaGetLastError()) != cudaSuccess) return err;
   }
-  if (sk.k_splits > 1) {
-    cudaError_t err = cudaFuncSetAttribute(split, cudaFuncAttributeMaxDynamicSharedMemorySize, Traits::kSmemBytes);
-    if (err != cudaSuccess) return err;
-    split<<<dim3(tiles - unsplit_tiles, unsigned(sk.k_splits)), Traits::kThreads, Traits::kSmemBytes, stream>>>(p, sk);
-  }
-  return cudaGetLastError();
+  return sk.k_splits > 1 ? run(split, dim3(tiles - unsplit_tiles, unsigned(sk.k_splits))) : cudaSuccess;
 }
 
 template <template <int, int, int> class Gather, bool kOutNchw>
