@@ -25,27 +25,32 @@ using testing::DeviceBuffer;
 using testing::random_config;
 using testing::random_vector;
 
-// Runs conv2d_forward on the GPU and returns y (or fails the test).
-std::vector<float> run_gpu(const Conv2dConfig& cfg, const std::vector<float>& x, const std::vector<float>& w) {
+// Runs conv2d_forward on the GPU and returns y (or fails the test). With a tile, runs
+// conv2d_forward_tiled with that shape forced instead.
+std::vector<float> run_gpu(const Conv2dConfig& cfg, const std::vector<float>& x, const std::vector<float>& w,
+                           const im2win::TileShape* tile = nullptr) {
   DeviceBuffer<float> dx(x), dw(w), dy(size_t(cfg.problem.y_elements()));
   dy.poison();
   size_t ws_bytes = 0;
-  Status st = conv2d_forward_workspace_size(cfg, &ws_bytes);
+  Status st = tile ? conv2d_forward_tiled_workspace_size(cfg, tile, &ws_bytes)
+                   : conv2d_forward_workspace_size(cfg, &ws_bytes);
   EXPECT_TRUE(st.ok()) << st.to_string();
   DeviceBuffer<char> ws(ws_bytes);
-  st = conv2d_forward(cfg, dx.ptr, dw.ptr, dy.ptr, ws.ptr, ws_bytes, nullptr);
+  st = tile ? conv2d_forward_tiled(cfg, dx.ptr, dw.ptr, dy.ptr, ws.ptr, ws_bytes, nullptr, tile)
+            : conv2d_forward(cfg, dx.ptr, dw.ptr, dy.ptr, ws.ptr, ws_bytes, nullptr);
   EXPECT_TRUE(st.ok()) << st.to_string();
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   return dy.to_host();
 }
 
-void expect_matches_reference(const Conv2dConfig& cfg, std::mt19937_64& rng) {
+void expect_matches_reference(const Conv2dConfig& cfg, std::mt19937_64& rng,
+                              const im2win::TileShape* tile = nullptr) {
   const Conv2dProblem& pb = cfg.problem;
   auto x = random_vector(size_t(pb.x_elements()), rng);
   auto w = random_vector(size_t(pb.w_elements()), rng);
   std::vector<double> ref(size_t(pb.y_elements()));
   ASSERT_TRUE(conv2d_reference(cfg, x.data(), w.data(), ref.data()).ok());
-  const auto y = run_gpu(cfg, x, w);
+  const auto y = run_gpu(cfg, x, w, tile);
   EXPECT_LE(testing::relative_l2(y, ref), 1e-5) << testing::describe(cfg);
 }
 
@@ -153,20 +158,7 @@ TEST(Conv2dGpu, EveryTileShapeMatchesReference) {
                                        im2win::TileShape::k64x128, im2win::TileShape::k128x96}) {
           const Conv2dConfig cfg = config_from_row(s, layout, algo);
           SCOPED_TRACE(testing::describe(cfg) + " tile " + im2win::tile_name(tile));
-          const Conv2dProblem& pb = cfg.problem;
-          auto x = random_vector(size_t(pb.x_elements()), rng);
-          auto w = random_vector(size_t(pb.w_elements()), rng);
-          std::vector<double> ref(size_t(pb.y_elements()));
-          ASSERT_TRUE(conv2d_reference(cfg, x.data(), w.data(), ref.data()).ok());
-          DeviceBuffer<float> dx(x), dw(w), dy(size_t(pb.y_elements()));
-          dy.poison();
-          size_t ws_bytes = 0;
-          ASSERT_TRUE(conv2d_forward_tiled_workspace_size(cfg, &tile, &ws_bytes).ok());
-          DeviceBuffer<char> ws(ws_bytes);
-          const Status st = conv2d_forward_tiled(cfg, dx.ptr, dw.ptr, dy.ptr, ws.ptr, ws_bytes, nullptr, &tile);
-          ASSERT_TRUE(st.ok()) << st.to_string();
-          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-          EXPECT_LE(testing::relative_l2(dy.to_host(), ref), 1e-5);
+          expect_matches_reference(cfg, rng, &tile);
         }
 }
 
