@@ -86,6 +86,34 @@ TEST(WtconvPlan, ForwardBaseCoefficientExtentCoversEveryTile) {
       }
 }
 
+TEST(WtconvPlan, PaddedPixelPitchIsTheNextOddMultipleOfFour) {
+  for (int ew = 1; ew <= 200; ++ew) {
+    const int p = bwd_pixel_pitch(ew);
+    EXPECT_GE(p, 2 * ew) << "ew=" << ew;
+    EXPECT_EQ(p % 8, 4) << "ew=" << ew;  // 16-byte rows; 8 consecutive rows on 8 bank pairs
+    EXPECT_LT(p, 2 * ew + 8) << "ew=" << ew;
+  }
+}
+
+TEST(WtconvPlan, BackwardBasePixelRowsArePaddedUnlessThatCostsAResidentBlock) {
+  const auto blocks = [](size_t smem) {
+    return std::min<size_t>(kBwdBaseBlocksPerSm, kSmemPerSm / (smem + kSmemReservedPerBlock));
+  };
+  // Large planes (16 x 32 coefficient tiles): padded (72 -> 76 floats at k = 5), still 3 blocks.
+  WtconvProblem big;
+  big.batch = 16; big.channels = 128; big.height = 512; big.width = 512; big.kernel_size = 5; big.levels = 2;
+  const WtconvTile tb = make_wtconv_plan(big).bwd_base;
+  EXPECT_EQ(tb.pixel_pitch, 76);
+  EXPECT_EQ(blocks(tb.smem), size_t(kBwdBaseBlocksPerSm));
+  // 7 x 7 planes, 16 per block: padding would cost a block, so the rows stay 2 ew wide.
+  WtconvProblem small = big;
+  small.batch = 64; small.channels = 768; small.height = 7; small.width = 7;
+  const WtconvTile ts = make_wtconv_plan(small).bwd_base;
+  const int ew = ts.tw + 2 * (small.kernel_size / 2);
+  EXPECT_EQ(ts.pixel_pitch, 2 * ew);
+  EXPECT_LT(blocks(bwd_base_smem_floats(5, ts.th, ts.tw, ts.np, bwd_pixel_pitch(ew)) * 4), blocks(ts.smem));
+}
+
 TEST(WtconvPlan, RandomProblemsTilesCoverGridsAndFitSharedMemory) {
   std::mt19937 rng(20261129);
   int planned = 0;
@@ -97,6 +125,10 @@ TEST(WtconvPlan, RandomProblemsTilesCoverGridsAndFitSharedMemory) {
     const WtconvPlan plan = make_wtconv_plan(p);
     expect_tile_covers(plan.fwd_base, p.batch, p.channels, plan.Ho, plan.Wo, kSmemBudget, "forward base");
     expect_tile_covers(plan.bwd_base, p.batch, p.channels, plan.hl[1], plan.wl[1], kSmemBudget, "backward base");
+    const int ew = plan.bwd_base.tw + 2 * plan.r;
+    EXPECT_TRUE(plan.bwd_base.pixel_pitch == 2 * ew || plan.bwd_base.pixel_pitch == bwd_pixel_pitch(ew));
+    EXPECT_EQ(plan.bwd_base.smem, bwd_base_smem_floats(plan.k, plan.bwd_base.th, plan.bwd_base.tw,
+                                                       plan.bwd_base.np, plan.bwd_base.pixel_pitch) * 4);
     for (int l = 2; l <= plan.L; ++l) {
       expect_tile_covers(plan.fwd_level[l], p.batch, p.channels, plan.hl[l], plan.wl[l], kSmemBudget,
                          "forward level " + std::to_string(l));

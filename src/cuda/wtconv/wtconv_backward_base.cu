@@ -19,8 +19,8 @@ __global__ void __launch_bounds__(kBlockThreads, 3) backward_base_kernel(BwdBase
   const int c = blockIdx.x / a.g.splits, split = blockIdx.x % a.g.splits;
   const int th = a.g.th, tw = a.g.tw, np = a.g.np;
   const int eh = th + 2 * r, ew = tw + 2 * r, plane = eh * ew;
-  const int ph = 2 * eh, pw = 2 * ew, pplane = ph * pw;
-  const int jobs = 8 * k, parts = kBlockThreads / jobs;
+  const int ph = 2 * eh, pw = a.pitch, pplane = ph * pw;  // pixel tile rows, pitch (>= 2 ew; plan.h, pick_bwd_base_tile)
+  const int jobs = 8 * k, parts = corr_parts_per_warp(k);
   const int fs = filter_stride(k);
   float* w0f = smem;                  // s0 * W0 flipped
   float* w1f = w0f + fs;              // 4 filters s1 * W1 flipped, fs apart
@@ -43,11 +43,17 @@ __global__ void __launch_bounds__(kBlockThreads, 3) backward_base_kernel(BwdBase
   }
   // Correlation jobs: [0, 4k) level 1 (subband, kernel row); [4k, 8k) base (row quarter, kernel row).
   // The first half of the block (whole warps) takes the level jobs, the second half the base jobs,
-  // so no warp diverges between the two loops; parts = (blockDim / 2) / 4k either way.
-  const int half = kBlockThreads / 2, local = threadIdx.x % half;
-  const int job = (int(threadIdx.x) >= half ? 4 * k : 0) + local % (4 * k), part = local / (4 * k);
+  // so no warp diverges between the two loops; parts = 32 / k = (blockDim / 2) / 4k either way.
+  // Level warp w takes subband w, lane = ci + k * part (corr_parts_per_warp): a half-warp reads
+  // consecutive rows of one plane. Spreading the subbands over the lanes put rows of four planes
+  // on one bank pair (4-way conflicts on the 8-byte loads). Base lanes keep (quarter, kernel row)
+  // fastest; their rows are conflict-free when the pixel pitch is padded (bwd_pixel_pitch).
+  static_assert(kBlockThreads == 256, "four level warps, one per subband, then the base warps");
+  const int half = kBlockThreads / 2, local = threadIdx.x % half, lane = threadIdx.x % 32;
+  const bool base_job = int(threadIdx.x) >= half;
+  const int job = base_job ? 4 * k + local % (4 * k) : (local / 32) * k + lane % k;
+  const int part = base_job ? local / (4 * k) : lane / k;
   const bool corr_thread = part < parts;
-  const bool base_job = job >= 4 * k;
   const int jb = base_job ? job - 4 * k : job;
   const int sb = jb / k, ci = jb % k;  // level: subband; base: quarter
   double tot[KM];
@@ -78,12 +84,12 @@ __global__ void __launch_bounds__(kBlockThreads, 3) backward_base_kernel(BwdBase
           [&](int e, const Both& v) {
             const Pos3 q = split3(e, a.quads.plane, a.quads.row);
             const int col0 = 4 * q.x - off;
-            store_quad_rows(v.x, xs + q.p * pplane, pw, 2 * q.y, col0, pw, ys + q.p * 4 * plane, plane, ew);
-            store_quad_rows(v.d, ds + q.p * pplane, pw, 2 * q.y, col0, pw, gs + q.p * 4 * plane, plane, ew);
+            store_quad_rows(v.x, xs + q.p * pplane, pw, 2 * q.y, col0, 2 * ew, ys + q.p * 4 * plane, plane, ew);
+            store_quad_rows(v.d, ds + q.p * pplane, pw, 2 * q.y, col0, 2 * ew, gs + q.p * 4 * plane, plane, ew);
           });
     } else {
       stage_tile<4>(
-          np * pplane,
+          np * ph * 2 * ew,
           [&](int e) {
             const Pos3 q = split3(e, a.pplane, a.prow);
             const int b = pos.b0 + q.p, y = py0 + q.y, x = px0 + q.x;
@@ -98,8 +104,9 @@ __global__ void __launch_bounds__(kBlockThreads, 3) backward_base_kernel(BwdBase
             return v;
           },
           [&](int e, float2 v) {
-            xs[e] = v.x;
-            ds[e] = v.y;
+            const Pos3 q = split3(e, a.pplane, a.prow);  // recomputed: the tile rows are padded
+            xs[q.p * pplane + q.y * pw + q.x] = v.x;
+            ds[q.p * pplane + q.y * pw + q.x] = v.y;
           });
       __syncthreads();
       for (int e = threadIdx.x; e < np * plane; e += blockDim.x) {
@@ -200,17 +207,15 @@ __global__ void __launch_bounds__(kBlockThreads, 3) backward_base_kernel(BwdBase
       for (int j = 0; j < KM; ++j) acc[j] = 0.f;
       float dsum = 0.f;
       if (!base_job) {
-        for (int row = part; row < np * th; row += parts) {
-          const int p = row / th, ty = row % th;
+        for_strided_rows(part, parts, th, np, [&](int p, int ty) {
           corr_row<K>(acc, ys + (p * 4 + sb) * plane + (ty + ci) * ew,
                       gs + (p * 4 + sb) * plane + (ty + r) * ew + r, tw, k);
-        }
+        });
       } else {
-        for (int row = sb + 4 * part; row < np * 2 * th; row += 4 * parts) {
-          const int p = row / (2 * th), py = row % (2 * th);
+        for_strided_rows(sb + 4 * part, 4 * parts, 2 * th, np, [&](int p, int py) {
           const float* drow = ds + p * pplane + (py + 2 * r) * pw + 2 * r;
           corr_row<K, true>(acc, xs + p * pplane + (py + r + ci) * pw + r, drow, 2 * tw, k, &dsum);
-        }
+        });
       }
 #pragma unroll
       for (int j = 0; j < KM; ++j) tot[j] += double(acc[j]);
@@ -249,7 +254,7 @@ cudaError_t launch_backward_base(const BwdBaseArgs<T>& args, size_t smem, cudaSt
   BwdBaseArgs<T> a = args;
   {
     const int r = a.k / 2, th = a.g.th, tw = a.g.tw, eh = th + 2 * r, ew = tw + 2 * r;
-    a.pplane = FastDivmod(uint32_t(4 * eh * ew));
+    a.pplane = FastDivmod(uint32_t(4 * eh * ew));  // staged pixels per plane (unpadded) and per row
     a.prow = FastDivmod(uint32_t(2 * ew));
     a.plane = FastDivmod(uint32_t(eh * ew));
     a.row = FastDivmod(uint32_t(ew));
@@ -257,7 +262,8 @@ cudaError_t launch_backward_base(const BwdBaseArgs<T>& args, size_t smem, cudaSt
     const int qr = strip_rows(a.k, th), pr = kStripRows;
     a.qstrips = strip_count(th, qr);
     a.pstrips = strip_count(2 * th, pr);
-    a.quads = quad_divisors(eh, 2 * ew);
+    // Pixel x origin 2 (tx * tw - r): the same residue mod 4 for every tx when tw is even.
+    a.quads = quad_divisors(eh, 2 * ew, tw % 2 == 0 ? (2 * r) % 4 : 2);
     a.pair_sub = tw % 2 == 0;  // even ew and plane: 8-byte aligned G_1 rows
     a.qcols2 = pair_count(tw);
     a.qstrips4 = strip_count(th, kStripRows);

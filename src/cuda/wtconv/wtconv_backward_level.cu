@@ -19,7 +19,10 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
   const int c = blockIdx.x / a.g.splits, split = blockIdx.x % a.g.splits;
   const int th = a.g.th, tw = a.g.tw, np = a.g.np;
   const int eh = th + 2 * r, ew = tw + 2 * r, plane = eh * ew;
-  const int jobs = 4 * k, parts = kBlockThreads / jobs;
+  // Correlation threads: two warps per subband, lane = ci + k * (part within the warp), so a
+  // half-warp reads consecutive rows of one plane (corr_parts_per_warp, plan.h).
+  constexpr int kWarpsPerSubband = kBlockThreads / 32 / 4;
+  const int jobs = 4 * k, parts_per_warp = corr_parts_per_warp(k), parts = kWarpsPerSubband * parts_per_warp;
   float* wf = smem;                   // 4kk: s_l * W_l flipped
   float* ys = wf + 4 * kk;            // np x 4 x plane
   float* gs = ys + np * 4 * plane;    // np x 4 x plane
@@ -30,9 +33,10 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
     const int t = i / kk, ij = i % kk, fi = kk - 1 - ij;  // flip both axes
     wf[i] = a.scale[4 * c + t] * a.weight[int64_t(4 * c + t) * kk + fi];
   }
-  const int job = threadIdx.x % jobs, part = threadIdx.x / jobs;
-  const bool corr_thread = part < parts;
-  const int sb = job / k, ci = job % k;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int sb = warp / kWarpsPerSubband, ci = lane % k, job = sb * k + ci;
+  const int part = (warp % kWarpsPerSubband) * parts_per_warp + lane / k;
+  const bool corr_thread = lane / k < parts_per_warp;
   double tot[KM];
 #pragma unroll
   for (int j = 0; j < KM; ++j) tot[j] = 0.0;
@@ -112,12 +116,11 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
       float acc[KM];
 #pragma unroll
       for (int j = 0; j < KM; ++j) acc[j] = 0.f;
-      for (int row = part; row < np * th; row += parts) {
-        const int p = row / th, ty = row % th;
+      for_strided_rows(part, parts, th, np, [&](int p, int ty) {
         const float* yrow = ys + (p * 4 + sb) * plane + (ty + ci) * ew;
         const float* grow = gs + (p * 4 + sb) * plane + (ty + r) * ew + r;
         corr_row<K>(acc, yrow, grow, tw, k);
-      }
+      });
 #pragma unroll
       for (int j = 0; j < KM; ++j) tot[j] += double(acc[j]);
     }

@@ -5,6 +5,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/common/fast_divmod.cuh"
 #include "wtconv_plan.h"
@@ -63,11 +64,12 @@ __device__ __forceinline__ float conv_window(const float* w, const float* src, i
 // compile-time K the k inputs y[x..x+K-1] slide through registers, so each position costs two
 // shared loads (y[x+K-1], g[x]) instead of K + 1; the summation order is unchanged.
 // The window is a ring indexed modulo K inside a fully unrolled chunk of K positions, so it is
-// register renaming rather than K - 1 moves per position; the last n % K positions shift it.
+// register renaming rather than K - 1 moves per position; the last n % K positions run as a
+// partial chunk (the same unrolled code, left early), not as a shifting loop.
 // kSum also adds g[0..n) into *gsum in order (the bias gradient rides on the same loads).
-// When y and g are 8-byte aligned, positions go in pairs: one 8-byte load of g and one of the two
-// new window inputs per pair (the ring is then K + 1 long, a chunk K + 1 positions), i.e. one
-// shared load per position instead of two; the summation order is the same.
+// When y and g are 8-byte aligned and n is even, positions go in pairs: one 8-byte load of g and
+// one of the two new window inputs per pair (the ring is then K + 1 long, a chunk K + 1
+// positions), i.e. one shared load per position instead of two; the summation order is the same.
 template <int K, bool kSum = false>
 __device__ __forceinline__ void corr_row(float* acc, const float* y, const float* g, int n, int k,
                                          float* gsum = nullptr) {
@@ -76,7 +78,32 @@ __device__ __forceinline__ void corr_row(float* acc, const float* y, const float
     constexpr int W = K + 1;
     float win[W];
     int x = 0;
-    if (((reinterpret_cast<uintptr_t>(y) | reinterpret_cast<uintptr_t>(g)) & 7) == 0 && n >= W) {
+    // Position x + u of a ring of R registers whose slot m holds y[x + m] (m < K - 1) at the top
+    // of a chunk: one new window input, one g, K multiply-adds.
+    auto single = [&](auto ring, int u) {
+      constexpr int R = decltype(ring)::value;
+      win[(u + K - 1) % R] = y[x + u + K - 1];
+      const float gv = g[x + u];
+      if constexpr (kSum) *gsum += gv;
+#pragma unroll
+      for (int j = 0; j < K; ++j) acc[j] = fmaf(win[(u + j) % R], gv, acc[j]);
+    };
+    if (((reinterpret_cast<uintptr_t>(y) | reinterpret_cast<uintptr_t>(g)) & 7) == 0 && n % 2 == 0) {
+      // Positions x + u, x + u + 1 of the ring of W (u even): 8-byte loads.
+      auto pair = [&](int u) {
+        const float2 yv = *reinterpret_cast<const float2*>(y + x + u + K - 1);
+        win[(u + K - 1) % W] = yv.x;
+        win[(u + K) % W] = yv.y;
+        const float2 gv = *reinterpret_cast<const float2*>(g + x + u);
+        if constexpr (kSum) {
+          *gsum += gv.x;
+          *gsum += gv.y;
+        }
+#pragma unroll
+        for (int j = 0; j < K; ++j) acc[j] = fmaf(win[(u + j) % W], gv.x, acc[j]);
+#pragma unroll
+        for (int j = 0; j < K; ++j) acc[j] = fmaf(win[(u + 1 + j) % W], gv.y, acc[j]);
+      };
 #pragma unroll
       for (int j = 0; j < K - 1; j += 2) {
         const float2 v = *reinterpret_cast<const float2*>(y + j);
@@ -86,44 +113,27 @@ __device__ __forceinline__ void corr_row(float* acc, const float* y, const float
       // Invariant at the top of a chunk: win[m] = y[x + m] for m < K - 1, x even.
       for (; x + W <= n; x += W) {
 #pragma unroll
-        for (int u = 0; u < W; u += 2) {
-          const float2 yv = *reinterpret_cast<const float2*>(y + x + u + K - 1);
-          win[(u + K - 1) % W] = yv.x;
-          win[(u + K) % W] = yv.y;
-          const float2 gv = *reinterpret_cast<const float2*>(g + x + u);
-          if constexpr (kSum) {
-            *gsum += gv.x;
-            *gsum += gv.y;
-          }
+        for (int u = 0; u < W; u += 2) pair(u);
+      }
+      // The rest (< W positions, an even count).
 #pragma unroll
-          for (int j = 0; j < K; ++j) acc[j] = fmaf(win[(u + j) % W], gv.x, acc[j]);
-#pragma unroll
-          for (int j = 0; j < K; ++j) acc[j] = fmaf(win[(u + 1 + j) % W], gv.y, acc[j]);
-        }
+      for (int u = 0; u < W; u += 2) {
+        if (x + u >= n) break;
+        pair(u);
       }
     } else {
 #pragma unroll
       for (int j = 0; j < K - 1; ++j) win[j] = y[j];
-    }
-    // Invariant at the top of a chunk: win[m] = y[x + m] for m < K - 1.
-    for (; x + K <= n; x += K) {
+      // Invariant at the top of a chunk: win[m] = y[x + m] for m < K - 1 (a ring of K).
+      for (; x + K <= n; x += K) {
+#pragma unroll
+        for (int u = 0; u < K; ++u) single(std::integral_constant<int, K>{}, u);
+      }
 #pragma unroll
       for (int u = 0; u < K; ++u) {
-        win[(u + K - 1) % K] = y[x + u + K - 1];
-        const float gv = g[x + u];
-        if constexpr (kSum) *gsum += gv;
-#pragma unroll
-        for (int j = 0; j < K; ++j) acc[j] = fmaf(win[(u + j) % K], gv, acc[j]);
+        if (x + u >= n) break;
+        single(std::integral_constant<int, K>{}, u);
       }
-    }
-    for (; x < n; ++x) {
-      win[K - 1] = y[x + K - 1];
-      const float gv = g[x];
-      if constexpr (kSum) *gsum += gv;
-#pragma unroll
-      for (int j = 0; j < K; ++j) acc[j] = fmaf(win[j], gv, acc[j]);
-#pragma unroll
-      for (int j = 0; j < K - 1; ++j) win[j] = win[j + 1];
     }
   } else {
     for (int x = 0; x < n; ++x) {
@@ -133,6 +143,20 @@ __device__ __forceinline__ void corr_row(float* acc, const float* y, const float
       for (int j = 0; j < 15; ++j)
         if (j < k) acc[j] = fmaf(y[x + j], gv, acc[j]);
     }
+  }
+}
+
+// f(p, y) for the rows first, first + step, ... of np planes of `rows` rows each (row index
+// p * rows + y), stepped without a division per row (a runtime divide is ~20 instructions).
+template <typename F>
+__device__ __forceinline__ void for_strided_rows(int first, int step, int rows, int np, F f) {
+  for (int p = 0, y = first;; y += step) {
+    while (y >= rows) {
+      y -= rows;
+      ++p;
+    }
+    if (p >= np) return;
+    f(p, y);
   }
 }
 

@@ -126,6 +126,7 @@ Status backward_typed(const WtconvPlan& plan, const T* dy, const T* x, const Wtc
     a.Ho = int(plan.Ho); a.Wo = int(plan.Wo); a.h1 = int(plan.hl[1]); a.w1g = int(plan.wl[1]);
     a.k = plan.k; a.stride = plan.stride;
     a.g = geom_of(plan.bwd_base);
+    a.pitch = plan.bwd_base.pixel_pitch;
     cudaError_t e = launch_backward_base<T>(a, plan.bwd_base.smem, stream);
     if (e != cudaSuccess) return cuda_status(e, "wtconv backward base launch");
   }

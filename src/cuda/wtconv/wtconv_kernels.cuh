@@ -82,6 +82,7 @@ struct BwdBaseArgs {
   float* partial;     // [C][splits][kk + 1 + 4kk]
   int B, C, H, W, Ho, Wo, h1, w1g, k, stride;
   TileGeom g;
+  int pitch;  // row pitch (floats) of the x and D pixel tiles (plan: pixel_pitch)
   // Index divisors, set by the launcher: pixel tile plane and row, coefficient halo plane and
   // row, level-1 strip jobs (columns, strips; qcols also counts the dx conv's column pairs, the
   // pixel tile being 2 tw wide), pixel strips (of kStripRows rows).
@@ -148,9 +149,11 @@ inline FastDivmod strip_count(int n, int rows) { return FastDivmod(uint32_t((n +
 inline FastDivmod pair_count(int n) { return FastDivmod(uint32_t(n / 2 > 0 ? n / 2 : 1)); }
 
 // Divisors of the quad staging jobs of a base kernel: `rows` row pairs of the tile, each row
-// `cols` elements wide starting anywhere in a 4-aligned quad (up to 3 elements of lead-in).
-inline QuadDivisors quad_divisors(int rows, int cols) {
-  const int per_row = (cols + 2 + 3) / 4;
+// `cols` elements wide and starting `lead` (0 or 2) elements into a 4-aligned quad. A lead that
+// is the same for every item gives rows without a quad wholly outside the tile (such a quad sends
+// its warp through the scalar store path); when it varies, pass 2, the largest.
+inline QuadDivisors quad_divisors(int rows, int cols, int lead) {
+  const int per_row = (cols + lead + 3) / 4;
   QuadDivisors q;
   q.plane = FastDivmod(uint32_t(rows * per_row));
   q.row = FastDivmod(uint32_t(per_row));

@@ -20,6 +20,10 @@ constexpr int kBlockThreads = 256;
 constexpr size_t kSmemBudget = 96 * 1024;   // dynamic shared memory a block may ask for
 constexpr int kTargetBlocks = 2048;         // ~15 blocks per SM on a 132-SM H200
 constexpr size_t kWorkspaceAlign = 256;
+// Shared memory of one SM and the share the runtime reserves per block on sm_90 (H100/H200):
+// used only to keep a padding choice from costing a resident block.
+constexpr size_t kSmemPerSm = 228 * 1024, kSmemReservedPerBlock = 1024;
+constexpr int kBwdBaseBlocksPerSm = 3;      // the backward base kernel's launch bound
 
 struct WtconvTile {
   int th = 1, tw = 1;  // tile rows/cols (coefficients of the level grid, or outputs for the forward base)
@@ -28,6 +32,7 @@ struct WtconvTile {
   int64_t items = 1;   // items per channel
   int splits = 1;      // blocks per channel
   size_t smem = 0;     // dynamic shared memory bytes
+  int pixel_pitch = 0; // backward base: row pitch (floats) of its x and dy pixel tiles
 };
 
 struct WtconvPlan {
@@ -65,21 +70,34 @@ inline void finish_tile(WtconvTile& t, int64_t B, int64_t C, int64_t gh, int64_t
   t.splits = int(want);
 }
 
+#ifdef __CUDACC__
+#define WTCONV_HOST_DEVICE __host__ __device__
+#else
+#define WTCONV_HOST_DEVICE
+#endif
+
+// Weight-gradient correlation threads per warp: lane = ci + k * part (kernel row ci, part = a share
+// of the tile rows); a warp takes one subband (level kernels, first half of the backward base
+// block), so a half-warp reads a few consecutive rows of one plane: distinct bank pairs for the
+// 8-byte row loads, one broadcast G row per part.
+WTCONV_HOST_DEVICE constexpr int corr_parts_per_warp(int k) { return 32 / k; }
+
+// Padded pixel-tile pitch (floats) of the backward base kernel for a halo width of ew
+// coefficients: the smallest value >= 2 ew that is 4 mod 8. A multiple of 4 keeps the staging's 16-byte row stores;
+// an odd multiple of 4 puts 8 consecutive rows on 8 different bank pairs, so the base correlation's
+// 8-byte loads from neighbouring rows are conflict-free (a pitch that is a multiple of 8 put rows
+// 4 apart on one bank pair).
+WTCONV_HOST_DEVICE constexpr int bwd_pixel_pitch(int ew) { return (2 * ew + 3) / 8 * 8 + 4; }
+
 // Shared memory (floats) of the level kernels (l >= 2) for a coefficient tile th x tw x np.
 inline size_t level_smem_floats(bool backward, int k, int th, int tw, int np) {
   const int r = k / 2;
   const size_t plane = size_t(th + 2 * r) * (tw + 2 * r) * 4;
   const size_t conv = size_t(np) * 4 * th * tw;  // subband conv results between the two phases
   if (!backward) return 4 * k * k + np * plane + conv;
-  const int parts = kBlockThreads / (4 * k);
+  const int parts = kBlockThreads / 32 / 4 * corr_parts_per_warp(k);  // two warps per subband
   return 4 * k * k + 2 * np * plane + conv + size_t(parts) * 4 * k * k;
 }
-
-#ifdef __CUDACC__
-#define WTCONV_HOST_DEVICE __host__ __device__
-#else
-#define WTCONV_HOST_DEVICE
-#endif
 
 // Shared-memory stride of one k x k filter in the base kernels: k * k rounded up to 4 floats, so
 // every filter (and the tiles behind the five filters) starts 16-byte aligned for vector loads.
@@ -100,12 +118,13 @@ inline size_t fwd_base_smem_floats(int k, int s, int th, int tw, int np) {
   return 5 * size_t(filter_stride(k)) + size_t(np) * (4 * qh * qw + 4 * qh * qw + 4 * qih * qiw);
 }
 
-// Backward base + level 1 kernel: coefficient tile th x tw (pixel tile 2th x 2tw).
-inline size_t bwd_base_smem_floats(int k, int th, int tw, int np) {
+// Backward base + level 1 kernel: coefficient tile th x tw (pixel tile 2th x 2tw, rows `pitch`
+// floats apart).
+inline size_t bwd_base_smem_floats(int k, int th, int tw, int np, int pitch) {
   const int r = k / 2;
-  const size_t eh = th + 2 * r, ew = tw + 2 * r;
-  const int parts = kBlockThreads / (8 * k);
-  return 5 * size_t(filter_stride(k)) + size_t(np) * (2 * 4 * eh * ew + 2 * 4 * eh * ew + 4 * th * tw) +
+  const size_t eh = th + 2 * r, ew = tw + 2 * r, pixels = 2 * eh * size_t(pitch);
+  const int parts = corr_parts_per_warp(k);
+  return 5 * size_t(filter_stride(k)) + size_t(np) * (2 * pixels + 2 * 4 * eh * ew + 4 * th * tw) +
          size_t(parts) * (8 * k * k + 4);
 }
 
@@ -157,12 +176,23 @@ inline WtconvTile pick_bwd_base_tile(int64_t B, int64_t C, int64_t h1, int64_t w
   if (np > B) np = B;
   if (np < 1) np = 1;
   t.np = int(np);
-  while (bwd_base_smem_floats(k, t.th, t.tw, t.np) * 4 > kSmemBudget) {
+  const auto bytes = [&](int pitch) { return bwd_base_smem_floats(k, t.th, t.tw, t.np, pitch) * 4; };
+  const auto plain = [&] { return 2 * (t.tw + 2 * (k / 2)); };
+  while (bytes(plain()) > kSmemBudget) {
     if (t.np > 1) t.np /= 2;
     else if (t.th >= t.tw && t.th > 1) t.th /= 2;
     else t.tw /= 2;
   }
-  t.smem = bwd_base_smem_floats(k, t.th, t.tw, t.np) * 4;
+  // Padded rows unless the padding costs a resident block (many small planes per block) or
+  // leaves the budget.
+  const auto resident = [](size_t b) {
+    const size_t n = kSmemPerSm / (b + kSmemReservedPerBlock);
+    return n < size_t(kBwdBaseBlocksPerSm) ? n : size_t(kBwdBaseBlocksPerSm);
+  };
+  const int padded = bwd_pixel_pitch(t.tw + 2 * (k / 2));
+  const bool pad = bytes(padded) <= kSmemBudget && resident(bytes(padded)) >= resident(bytes(plain()));
+  t.pixel_pitch = pad ? padded : plain();
+  t.smem = bytes(t.pixel_pitch);
   finish_tile(t, B, C, h1, w1);
   return t;
 }
