@@ -12,14 +12,14 @@ namespace winconv {
 namespace wtconv_detail {
 
 template <typename T, int K>
-__global__ void __launch_bounds__(kBlockThreads, 3) backward_base_kernel(BwdBaseArgs<T> a) {
+__global__ void __launch_bounds__(kBlockThreads, kBwdBaseBlocksPerSm) backward_base_kernel(BwdBaseArgs<T> a) {
   extern __shared__ float smem[];
   constexpr int KM = K > 0 ? K : 15;
   const int k = K ? K : a.k, r = k / 2, kk = k * k, s = a.stride;
   const int c = blockIdx.x / a.g.splits, split = blockIdx.x % a.g.splits;
   const int th = a.g.th, tw = a.g.tw, np = a.g.np;
   const int eh = th + 2 * r, ew = tw + 2 * r, plane = eh * ew;
-  const int ph = 2 * eh, pw = a.pitch, pplane = ph * pw;  // pixel tile rows, pitch (>= 2 ew; plan.h, pick_bwd_base_tile)
+  const int ph = 2 * eh, pw = a.pitch, pplane = ph * pw;  // pixel tile rows, pitch (>= 2 ew, plan)
   const int jobs = 8 * k, parts = corr_parts_per_warp(k);
   const int fs = filter_stride(k);
   float* w0f = smem;                  // s0 * W0 flipped
