@@ -86,6 +86,30 @@ TEST(WtconvPlan, ForwardBaseCoefficientExtentCoversEveryTile) {
       }
 }
 
+// The quad staging reads a tile row as quads_per_row(cols, lead) aligned quads from origin & ~3:
+// they must cover the row for every tile column, and when the lead is claimed to be the same for
+// every tile (0 for r even) it must be exactly that, or the last columns of some tile are lost.
+void expect_quads_cover(int origin, int cols, int lead, bool exact) {
+  const int start = origin & ~3, actual = origin - start;
+  EXPECT_TRUE(actual == 0 || actual == 2) << "origin=" << origin;
+  if (exact) EXPECT_EQ(actual, lead) << "origin=" << origin;
+  EXPECT_GE(start + 4 * quads_per_row(cols, lead), origin + cols) << "origin=" << origin << " lead=" << lead;
+}
+
+TEST(WtconvPlan, QuadStagingRowsCoverEveryTileColumn) {
+  for (int r = 0; r <= kWtconvMaxKernelSize / 2; ++r)
+    for (int tw = 1; tw <= 130; ++tw)
+      for (int tx = 0; tx < 40; ++tx) {
+        SCOPED_TRACE("r=" + std::to_string(r) + " tw=" + std::to_string(tw) + " tx=" + std::to_string(tx));
+        const int blead = bwd_quad_lead(tw, r);
+        expect_quads_cover(bwd_base_x_origin(tx, tw, r), 2 * (tw + 2 * r), blead, tw % 2 == 0);
+        for (int s = 1; s <= 5; ++s) {
+          const int qw = fwd_base_coef_extent(s, tw) + 2 * r, flead = fwd_quad_lead(tw, r, s);
+          expect_quads_cover(fwd_base_x_origin(tx, tw, r, s), 2 * qw, flead, (s * tw) % 4 == 0);
+        }
+      }
+}
+
 TEST(WtconvPlan, PaddedPixelPitchIsTheNextOddMultipleOfFour) {
   for (int ew = 1; ew <= 200; ++ew) {
     const int p = bwd_pixel_pitch(ew);

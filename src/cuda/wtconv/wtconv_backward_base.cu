@@ -262,8 +262,7 @@ cudaError_t launch_backward_base(const BwdBaseArgs<T>& args, size_t smem, cudaSt
     const int qr = strip_rows(a.k, th), pr = kStripRows;
     a.qstrips = strip_count(th, qr);
     a.pstrips = strip_count(2 * th, pr);
-    // Pixel x origin 2 (tx * tw - r): the same residue mod 4 for every tx when tw is even.
-    a.quads = quad_divisors(eh, 2 * ew, tw % 2 == 0 ? (2 * r) % 4 : 2);
+    a.quads = quad_divisors(eh, 2 * ew, bwd_quad_lead(tw, r));
     a.pair_sub = tw % 2 == 0;  // even ew and plane: 8-byte aligned G_1 rows
     a.qcols2 = pair_count(tw);
     a.qstrips4 = strip_count(th, kStripRows);

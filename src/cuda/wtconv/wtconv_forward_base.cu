@@ -210,8 +210,7 @@ cudaError_t launch_forward_base(const FwdBaseArgs<T>& args, size_t smem, cudaStr
     a.qstrips = strip_count(qih, qr);
     a.ocols = FastDivmod(uint32_t(tw));
     a.ostrips = strip_count(th, orows);
-    // Tile x origin 2 (((s * tx * tw) >> 1) - r): the same residue mod 4 for every tx when 4 | s tw.
-    a.quads = quad_divisors(qh, 2 * qw, (s * tw) % 4 == 0 ? (2 * r) % 4 : 2);
+    a.quads = quad_divisors(qh, 2 * qw, fwd_quad_lead(tw, r, s));
     a.vec4 = a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.x) % (4 * sizeof(T)) == 0;
     // Two columns per strip job: even column counts keep every row of the x tile, Y_1 and the
     // pairs 8-byte aligned (the tiles start at multiples of 4 floats, filter_stride).

@@ -149,11 +149,11 @@ inline FastDivmod strip_count(int n, int rows) { return FastDivmod(uint32_t((n +
 inline FastDivmod pair_count(int n) { return FastDivmod(uint32_t(n / 2 > 0 ? n / 2 : 1)); }
 
 // Divisors of the quad staging jobs of a base kernel: `rows` row pairs of the tile, each row
-// `cols` elements wide and starting `lead` (0 or 2) elements into a 4-aligned quad. A lead that
-// is the same for every item gives rows without a quad wholly outside the tile (such a quad sends
-// its warp through the scalar store path); when it varies, pass 2, the largest.
+// `cols` elements wide after a lead-in of `lead` elements (plan.h, fwd/bwd_quad_lead: exact when
+// the same for every item, so that no quad lies wholly outside the tile and sends its warp through
+// the scalar store path; else 2, the largest).
 inline QuadDivisors quad_divisors(int rows, int cols, int lead) {
-  const int per_row = (cols + lead + 3) / 4;
+  const int per_row = quads_per_row(cols, lead);
   QuadDivisors q;
   q.plane = FastDivmod(uint32_t(rows * per_row));
   q.row = FastDivmod(uint32_t(per_row));

@@ -103,6 +103,19 @@ inline size_t level_smem_floats(bool backward, int k, int th, int tw, int np) {
 // every filter (and the tiles behind the five filters) starts 16-byte aligned for vector loads.
 WTCONV_HOST_DEVICE constexpr int filter_stride(int k) { return (k * k + 3) / 4 * 4; }
 
+// Quad staging of the base kernels (W % 4 == 0): a tile row is read as 4-aligned quads from
+// origin & ~3, where origin is the tile's first x (even, possibly negative: the halo), so the
+// lead-in origin - (origin & ~3) is 0 or 2. The x origins of tile column tx (tile width tw):
+WTCONV_HOST_DEVICE constexpr int bwd_base_x_origin(int tx, int tw, int r) { return 2 * (tx * tw - r); }
+WTCONV_HOST_DEVICE constexpr int fwd_base_x_origin(int tx, int tw, int r, int s) {
+  return 2 * (((s * tx * tw) >> 1) - r);
+}
+// The lead-in of every tile when it is the same for all of them, else 2 (the largest), and the
+// quads per row that cover a row of `cols` elements after that lead-in.
+WTCONV_HOST_DEVICE constexpr int bwd_quad_lead(int tw, int r) { return tw % 2 == 0 ? (2 * r) % 4 : 2; }
+WTCONV_HOST_DEVICE constexpr int fwd_quad_lead(int tw, int r, int s) { return (s * tw) % 4 == 0 ? (2 * r) % 4 : 2; }
+WTCONV_HOST_DEVICE constexpr int quads_per_row(int cols, int lead) { return (cols + lead + 3) / 4; }
+
 // Level-1 coefficients per axis that a forward base tile of t outputs at stride s touches. Exact
 // for stride 1 (tile origins are multiples of t, hence even unless t = 1); a bound otherwise
 // (the first output's coefficient may sit at an odd position).
