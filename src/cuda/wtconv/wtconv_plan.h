@@ -141,20 +141,27 @@ inline size_t bwd_base_smem_floats(int k, int th, int tw, int np, int pitch) {
          size_t(parts) * (8 * k * k + 4);
 }
 
-inline WtconvTile pick_level_tile(bool backward, int64_t B, int64_t C, int64_t gh, int64_t gw, int k) {
-  WtconvTile t;
-  t.th = pow2_at_least(gh, 16);
-  t.tw = pow2_at_least(gw, 16);
-  int64_t np = kBlockThreads / (t.th * t.tw);
-  if (np > B) np = B;
-  if (np < 1) np = 1;
-  t.np = int(np);
-  while (level_smem_floats(backward, k, t.th, t.tw, t.np) * 4 > kSmemBudget) {
+// t.np = want planes per item (clamped to 1..B), then halve np, else the longer tile side, until
+// bytes() (the shared memory of t) fits the budget.
+template <typename Bytes>
+inline void fit_tile(WtconvTile& t, int64_t B, int64_t want, Bytes bytes) {
+  if (want > B) want = B;
+  if (want < 1) want = 1;
+  t.np = int(want);
+  while (bytes() > kSmemBudget) {
     if (t.np > 1) t.np /= 2;
     else if (t.th >= t.tw && t.th > 1) t.th /= 2;
     else t.tw /= 2;
   }
-  t.smem = level_smem_floats(backward, k, t.th, t.tw, t.np) * 4;
+}
+
+inline WtconvTile pick_level_tile(bool backward, int64_t B, int64_t C, int64_t gh, int64_t gw, int k) {
+  WtconvTile t;
+  t.th = pow2_at_least(gh, 16);
+  t.tw = pow2_at_least(gw, 16);
+  const auto bytes = [&] { return level_smem_floats(backward, k, t.th, t.tw, t.np) * 4; };
+  fit_tile(t, B, kBlockThreads / (t.th * t.tw), bytes);
+  t.smem = bytes();
   finish_tile(t, B, C, gh, gw);
   return t;
 }
@@ -166,16 +173,9 @@ inline WtconvTile pick_fwd_base_tile(int64_t B, int64_t C, int64_t Ho, int64_t W
   // (32 x 64 outputs measured 20% faster than 32 x 32 on the large shapes).
   t.th = pow2_at_least(Ho, cap);
   t.tw = pow2_at_least(Wo, 2 * cap);
-  int64_t np = 1024 / (t.th * t.tw);
-  if (np > B) np = B;
-  if (np < 1) np = 1;
-  t.np = int(np);
-  while (fwd_base_smem_floats(k, s, t.th, t.tw, t.np) * 4 > kSmemBudget) {
-    if (t.np > 1) t.np /= 2;
-    else if (t.th >= t.tw && t.th > 1) t.th /= 2;
-    else t.tw /= 2;
-  }
-  t.smem = fwd_base_smem_floats(k, s, t.th, t.tw, t.np) * 4;
+  const auto bytes = [&] { return fwd_base_smem_floats(k, s, t.th, t.tw, t.np) * 4; };
+  fit_tile(t, B, 1024 / (t.th * t.tw), bytes);
+  t.smem = bytes();
   finish_tile(t, B, C, Ho, Wo);
   return t;
 }
@@ -185,17 +185,9 @@ inline WtconvTile pick_bwd_base_tile(int64_t B, int64_t C, int64_t h1, int64_t w
   // 16 x 32 coefficients (32 x 64 pixels), wide for the same reason as the forward tile.
   t.th = pow2_at_least(h1, 16);
   t.tw = pow2_at_least(w1, 32);
-  int64_t np = kBlockThreads / (t.th * t.tw);
-  if (np > B) np = B;
-  if (np < 1) np = 1;
-  t.np = int(np);
   const auto bytes = [&](int pitch) { return bwd_base_smem_floats(k, t.th, t.tw, t.np, pitch) * 4; };
   const auto plain = [&] { return 2 * (t.tw + 2 * (k / 2)); };
-  while (bytes(plain()) > kSmemBudget) {
-    if (t.np > 1) t.np /= 2;
-    else if (t.th >= t.tw && t.th > 1) t.th /= 2;
-    else t.tw /= 2;
-  }
+  fit_tile(t, B, kBlockThreads / (t.th * t.tw), [&] { return bytes(plain()); });
   // Padded rows unless the padding costs a resident block (many small planes per block) or
   // leaves the budget.
   const auto resident = [](size_t b) {
