@@ -45,7 +45,7 @@ __device__ __forceinline__ void item_range(int64_t items, int splits, int split,
 
 // sum_{i,j<k} w[i*k+j] * src[i*pitch+j]; K > 0 unrolls a compile-time size, K == 0 runs any odd k.
 template <int K>
-__device__ __forceinline__ float conv_window(const float* w, const float* src, int pitch, int k) {
+__host__ __device__ __forceinline__ float conv_window(const float* w, const float* src, int pitch, int k) {
   float acc = 0.f;
   if constexpr (K > 0) {
 #pragma unroll
@@ -71,8 +71,8 @@ __device__ __forceinline__ float conv_window(const float* w, const float* src, i
 // one of the two new window inputs per pair (the ring is then K + 1 long, a chunk K + 1
 // positions), i.e. one shared load per position instead of two; the summation order is the same.
 template <int K, bool kSum = false>
-__device__ __forceinline__ void corr_row(float* acc, const float* y, const float* g, int n, int k,
-                                         float* gsum = nullptr) {
+__host__ __device__ __forceinline__ void corr_row(float* acc, const float* y, const float* g, int n, int k,
+                                                  float* gsum = nullptr) {
   if constexpr (K > 0) {
     if (n <= 0) return;
     constexpr int W = K + 1;
@@ -149,7 +149,7 @@ __device__ __forceinline__ void corr_row(float* acc, const float* y, const float
 // f(p, y) for the rows first, first + step, ... of np planes of `rows` rows each (row index
 // p * rows + y), stepped without a division per row (a runtime divide is ~20 instructions).
 template <typename F>
-__device__ __forceinline__ void for_strided_rows(int first, int step, int rows, int np, F f) {
+__host__ __device__ __forceinline__ void for_strided_rows(int first, int step, int rows, int np, F f) {
   for (int p = 0, y = first;; y += step) {
     while (y >= rows) {
       y -= rows;
@@ -179,13 +179,13 @@ __host__ __device__ constexpr int strip_rows(int k, int rows) { return (k == 3 |
 // loads rather than a compare, a select and a multiply-add of the row index.
 // Input row ii of a strip; with kClamp, rows at or past rows_left read the last valid row.
 template <bool kClamp>
-__device__ __forceinline__ const float* strip_row(const float* base, int ii, int rows_left, int pitch) {
+__host__ __device__ __forceinline__ const float* strip_row(const float* base, int ii, int rows_left, int pitch) {
   if constexpr (kClamp) return base + (ii < rows_left ? ii : rows_left - 1) * pitch;
   else return base + ii * pitch;
 }
 template <int K, int R, bool kClamp>
-__device__ __forceinline__ void conv_column_strip_rows(const float (&wr)[K * K], const float* src, int pitch,
-                                                       int rows_left, float (&acc)[R]) {
+__host__ __device__ __forceinline__ void conv_column_strip_rows(const float (&wr)[K * K], const float* src, int pitch,
+                                                                int rows_left, float (&acc)[R]) {
 #pragma unroll
   for (int ii = 0; ii < R + K - 1; ++ii) {
     const float* row = strip_row<kClamp>(src, ii, rows_left, pitch);
@@ -205,7 +205,7 @@ __device__ __forceinline__ void conv_column_strip_rows(const float (&wr)[K * K],
 // The K*K filter at w into registers: float4 loads when w is 16-byte aligned (the base kernels'
 // filters, filter_stride apart), scalar loads otherwise.
 template <int K>
-__device__ __forceinline__ void load_filter(const float* w, float (&wr)[K * K]) {
+__host__ __device__ __forceinline__ void load_filter(const float* w, float (&wr)[K * K]) {
   if ((reinterpret_cast<uintptr_t>(w) & 15) == 0) {
 #pragma unroll
     for (int i = 0; i + 4 <= K * K; i += 4) {
@@ -224,8 +224,8 @@ __device__ __forceinline__ void load_filter(const float* w, float (&wr)[K * K]) 
 }
 
 template <int K, int R>
-__device__ __forceinline__ void conv_column_strip(const float* w, const float* src, int pitch, int rows_left,
-                                                  float (&acc)[R]) {
+__host__ __device__ __forceinline__ void conv_column_strip(const float* w, const float* src, int pitch, int rows_left,
+                                                           float (&acc)[R]) {
   float wr[K * K];
   load_filter<K>(w, wr);
 #pragma unroll
@@ -241,8 +241,8 @@ __device__ __forceinline__ void conv_column_strip(const float* w, const float* s
 // Per output the summation order is that of conv_window (bit-identical). The caller guarantees
 // the alignment and that the row holds the extra float(s).
 template <int K, int R, bool kOdd, bool kClamp>
-__device__ __forceinline__ void conv_pair_strip_rows(const float (&wr)[K * K], const float* base, int pitch,
-                                                     int rows_left, float (&acc)[R][2]) {
+__host__ __device__ __forceinline__ void conv_pair_strip_rows(const float (&wr)[K * K], const float* base, int pitch,
+                                                              int rows_left, float (&acc)[R][2]) {
   constexpr int kIn = kOdd ? K + 3 : K + 1, o0 = kOdd ? 1 : 0;
 #pragma unroll
   for (int ii = 0; ii < R + K - 1; ++ii) {
@@ -268,8 +268,8 @@ __device__ __forceinline__ void conv_pair_strip_rows(const float (&wr)[K * K], c
   }
 }
 template <int K, int R, bool kOdd>
-__device__ __forceinline__ void conv_pair_strip(const float* w, const float* src, int pitch, int rows_left,
-                                                float (&acc)[R][2]) {
+__host__ __device__ __forceinline__ void conv_pair_strip(const float* w, const float* src, int pitch, int rows_left,
+                                                         float (&acc)[R][2]) {
   float wr[K * K];
   load_filter<K>(w, wr);
 #pragma unroll

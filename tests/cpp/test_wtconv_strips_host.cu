@@ -1,0 +1,140 @@
+// The WTConv kernels' register-blocked inner loops, run on the host (they are __host__ __device__,
+// so the same code the kernels inline runs here). Each must give bit-identical results to the
+// plain loop it replaces, because the kernels' outputs are bit-identical whichever variant a tile
+// takes: a ring-indexed correlation with a partial last chunk, column strips with clamped rows,
+// and two-column strips reading 8-byte pairs. Sizes sweep every tail (n % chunk), both
+// alignments, and the compile-time and runtime kernel sizes. No GPU needed.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda/wtconv/wtconv_common.cuh"
+
+namespace winconv {
+namespace wtconv_detail {
+namespace {
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// acc[j] += sum over x < n of y[x + j] * g[x], one fused multiply-add per term in x order; gsum
+// adds g[x] in x order. This is the order corr_row promises.
+void corr_reference(float* acc, const float* y, const float* g, int n, int k, float* gsum) {
+  for (int x = 0; x < n; ++x) {
+    *gsum += g[x];
+    for (int j = 0; j < k; ++j) acc[j] = std::fmaf(y[x + j], g[x], acc[j]);
+  }
+}
+
+template <int K>
+void check_corr_row(int k) {
+  // 16-byte aligned storage; offsets 0 and 1 float give the paired (8-byte aligned) and the scalar
+  // path, and odd n takes the scalar path too.
+  const int kmax_n = 3 * (k + 1) + 5;
+  alignas(16) float ybuf[64 + 16], gbuf[64 + 16];
+  const std::vector<float> yv = random_floats(64 + 16, 11 + k), gv = random_floats(64 + 16, 97 + k);
+  std::memcpy(ybuf, yv.data(), sizeof ybuf);
+  std::memcpy(gbuf, gv.data(), sizeof gbuf);
+  for (int yoff = 0; yoff < 2; ++yoff)
+    for (int goff = 0; goff < 2; ++goff)
+      for (int n = 0; n <= kmax_n; ++n) {
+        SCOPED_TRACE("K=" + std::to_string(K) + " k=" + std::to_string(k) + " n=" + std::to_string(n) +
+                     " yoff=" + std::to_string(yoff) + " goff=" + std::to_string(goff));
+        float acc[15], want[15];
+        for (int j = 0; j < 15; ++j) acc[j] = want[j] = 0.25f * float(j) - 1.f;  // a running total
+        float gsum = 0.5f, gsum_want = 0.5f;
+        corr_row<K, true>(acc, ybuf + yoff, gbuf + goff, n, k, &gsum);
+        corr_reference(want, ybuf + yoff, gbuf + goff, n, k, &gsum_want);
+        for (int j = 0; j < k; ++j) EXPECT_TRUE(same_bits(acc[j], want[j])) << "j=" << j << " " << acc[j] << " vs " << want[j];
+        if (n > 0) EXPECT_TRUE(same_bits(gsum, gsum_want)) << gsum << " vs " << gsum_want;
+        // Without kSum the sums are the same and gsum is left alone.
+        float acc2[15];
+        for (int j = 0; j < 15; ++j) acc2[j] = 0.25f * float(j) - 1.f;
+        corr_row<K, false>(acc2, ybuf + yoff, gbuf + goff, n, k);
+        for (int j = 0; j < k; ++j) EXPECT_TRUE(same_bits(acc2[j], want[j])) << "j=" << j;
+      }
+}
+
+TEST(WtconvStripsHost, CorrelationRowMatchesThePlainLoopBitForBit) {
+  check_corr_row<3>(3);
+  check_corr_row<5>(5);
+  check_corr_row<7>(7);
+  for (int k = 1; k <= 15; k += 2) check_corr_row<0>(k);  // the runtime-k path
+}
+
+TEST(WtconvStripsHost, StridedRowsVisitExactlyTheRowsOfTheStride) {
+  for (int rows = 1; rows <= 9; ++rows)
+    for (int np = 1; np <= 4; ++np)
+      for (int step = 1; step <= 25; ++step)
+        for (int first = 0; first < step; ++first) {
+          std::vector<int> seen;
+          for_strided_rows(first, step, rows, np, [&](int p, int y) {
+            EXPECT_GE(y, 0);
+            EXPECT_LT(y, rows);
+            seen.push_back(p * rows + y);
+          });
+          std::vector<int> want;
+          for (int row = first; row < np * rows; row += step) want.push_back(row);
+          EXPECT_EQ(seen, want) << "rows=" << rows << " np=" << np << " step=" << step << " first=" << first;
+        }
+}
+
+// Column strips of R outputs and two-column strips against conv_window per output, on a tile
+// whose strips end at every row (rows_left from 1 to R + K - 1: the clamped rows feed only outputs
+// the kernels discard, so only outputs o < rows_left - K + 1 are compared).
+template <int K, int R>
+void check_strips() {
+  constexpr int pitch = 2 * K + 8;  // even: 8-byte aligned rows for the two-column strips
+  const int rows = R + K - 1;
+  alignas(16) float tile[(R + K + 2) * pitch];
+  alignas(16) float w[K * K + 4];
+  const std::vector<float> t = random_floats(sizeof tile / sizeof(float), 5 * K + R);
+  const std::vector<float> wv = random_floats(K * K + 4, 7 * K + R);
+  std::memcpy(tile, t.data(), sizeof tile);
+  std::memcpy(w, wv.data(), sizeof w);
+  for (int rows_left = 1; rows_left <= rows; ++rows_left) {
+    const int valid = rows_left - K + 1;  // outputs whose K input rows all lie in the tile
+    SCOPED_TRACE("K=" + std::to_string(K) + " R=" + std::to_string(R) + " rows_left=" + std::to_string(rows_left));
+    for (int col = 1; col < 5; ++col) {
+      float acc[R];
+      conv_column_strip<K, R>(w, tile + col, pitch, rows_left, acc);
+      for (int o = 0; o < valid && o < R; ++o)
+        EXPECT_TRUE(same_bits(acc[o], conv_window<K>(w, tile + o * pitch + col, pitch, K))) << "col=" << col << " o=" << o;
+    }
+    // Two columns from an 8-byte aligned start (kOdd = false) and from an odd float (kOdd = true,
+    // which reads from the float before).
+    float acc2[R][2];
+    conv_pair_strip<K, R, false>(w, tile + 2, pitch, rows_left, acc2);
+    for (int o = 0; o < valid && o < R; ++o)
+      for (int u = 0; u < 2; ++u)
+        EXPECT_TRUE(same_bits(acc2[o][u], conv_window<K>(w, tile + o * pitch + 2 + u, pitch, K))) << "o=" << o;
+    conv_pair_strip<K, R, true>(w, tile + 3, pitch, rows_left, acc2);
+    for (int o = 0; o < valid && o < R; ++o)
+      for (int u = 0; u < 2; ++u)
+        EXPECT_TRUE(same_bits(acc2[o][u], conv_window<K>(w, tile + o * pitch + 3 + u, pitch, K))) << "odd o=" << o;
+  }
+}
+
+TEST(WtconvStripsHost, ColumnAndPairStripsMatchTheWindowSumBitForBit) {
+  check_strips<3, 4>();
+  check_strips<3, 8>();
+  check_strips<5, 4>();
+  check_strips<5, 8>();
+  check_strips<7, 4>();
+}
+
+}  // namespace
+}  // namespace wtconv_detail
+}  // namespace winconv
