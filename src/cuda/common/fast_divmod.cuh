@@ -21,11 +21,15 @@ struct FastDivmod {
     shift2 = l > 1 ? l - 1 : 0;
   }
 
-  __device__ __forceinline__ uint32_t div(uint32_t n) const {
+  __host__ __device__ __forceinline__ uint32_t div(uint32_t n) const {
+#ifdef __CUDA_ARCH__
     const uint32_t t = __umulhi(n, multiplier);
+#else
+    const uint32_t t = uint32_t((uint64_t(n) * multiplier) >> 32);  // the same high half, on the host
+#endif
     return (t + ((n - t) >> shift1)) >> shift2;
   }
-  __device__ __forceinline__ void divmod(uint32_t n, uint32_t& q, uint32_t& r) const {
+  __host__ __device__ __forceinline__ void divmod(uint32_t n, uint32_t& q, uint32_t& r) const {
     q = div(n);
     r = n - q * divisor;
   }
