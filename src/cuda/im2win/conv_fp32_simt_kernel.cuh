@@ -78,11 +78,11 @@ struct NFragment {
 template <int BM, int BN, int kWidth>
 struct EpilogueTile {
   static_assert(BM % 32 == 0 && BN % 32 == 0, "the swizzle permutes aligned runs of 32");
-  __device__ static int column_major(int nl, int ml) {
+  __host__ __device__ static int column_major(int nl, int ml) {
     const int tx = (nl / kWidth) & 7;
     return nl * BM + (ml ^ ((tx & 3) | (tx >> 2) << 4));
   }
-  __device__ static int row_major(int ml, int nl) {
+  __host__ __device__ static int row_major(int ml, int nl) {
     const int ty = (ml >> 2) & 3;
     return ml * BN + (nl ^ (kWidth == 4 ? ty : (ty & 1) | (ty >> 1) << 4));
   }
