@@ -1,8 +1,9 @@
 // The FP32 conv kernel's epilogue tile on the host: its XOR swizzle must be a permutation of the
 // tile (no two outputs share a slot) and keep every warp-wide store and read conflict-free, for
-// each tile shape the kernels instantiate and both store widths. The store pattern is the one
-// the kernel's comment states: lane (tx, ty) of the 8 x 4 warp layout writes pixel 4 ty + c of
-// column kWidth tx + c'; a read takes 32 consecutive elements of one column (or row).
+// each tile shape the kernels instantiate, with its store width, and a few more. The store
+// pattern is the one the kernel's comment states: lane (tx, ty) of the 8 x 4 warp layout writes
+// pixel 4 ty + c of column kWidth tx + c'; a read takes 32 consecutive elements of one column
+// (or row).
 #include <gtest/gtest.h>
 
 #include <set>
