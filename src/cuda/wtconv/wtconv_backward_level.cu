@@ -20,9 +20,9 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
   const int th = a.g.th, tw = a.g.tw, np = a.g.np;
   const int eh = th + 2 * r, ew = tw + 2 * r, plane = eh * ew;
   // Correlation threads: two warps per subband, lane = ci + k * (part within the warp), so a
-  // half-warp reads consecutive rows of one plane (corr_parts_per_warp, plan.h).
-  constexpr int kWarpsPerSubband = kBlockThreads / 32 / 4;
-  const int jobs = 4 * k, parts_per_warp = corr_parts_per_warp(k), parts = kWarpsPerSubband * parts_per_warp;
+  // half-warp reads consecutive rows of one plane (plan.h: corr_parts_per_warp, kLevelCorrWarpsPerSubband).
+  const int jobs = 4 * k, parts_per_warp = corr_parts_per_warp(k);
+  const int parts = kLevelCorrWarpsPerSubband * parts_per_warp;
   float* wf = smem;                   // 4kk: s_l * W_l flipped
   float* ys = wf + 4 * kk;            // np x 4 x plane
   float* gs = ys + np * 4 * plane;    // np x 4 x plane
@@ -34,8 +34,8 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
     wf[i] = a.scale[4 * c + t] * a.weight[int64_t(4 * c + t) * kk + fi];
   }
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int sb = warp / kWarpsPerSubband, ci = lane % k, job = sb * k + ci;
-  const int part = (warp % kWarpsPerSubband) * parts_per_warp + lane / k;
+  const int sb = warp / kLevelCorrWarpsPerSubband, ci = lane % k, job = sb * k + ci;
+  const int part = (warp % kLevelCorrWarpsPerSubband) * parts_per_warp + lane / k;
   const bool corr_thread = lane / k < parts_per_warp;
   double tot[KM];
 #pragma unroll

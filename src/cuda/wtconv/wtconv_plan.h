@@ -24,6 +24,7 @@ constexpr size_t kWorkspaceAlign = 256;
 // used only to keep a padding choice from costing a resident block.
 constexpr size_t kSmemPerSm = 228 * 1024, kSmemReservedPerBlock = 1024;
 constexpr int kBwdBaseBlocksPerSm = 3;      // the backward base kernel's launch bound
+constexpr int kLevelCorrWarpsPerSubband = kBlockThreads / 32 / 4;  // backward level kernels
 
 struct WtconvTile {
   int th = 1, tw = 1;  // tile rows/cols (coefficients of the level grid, or outputs for the forward base)
@@ -82,11 +83,11 @@ inline void finish_tile(WtconvTile& t, int64_t B, int64_t C, int64_t gh, int64_t
 // 8-byte row loads, one broadcast G row per part.
 WTCONV_HOST_DEVICE constexpr int corr_parts_per_warp(int k) { return 32 / k; }
 
-// Padded pixel-tile pitch (floats) of the backward base kernel for a halo width of ew
-// coefficients: the smallest value >= 2 ew that is 4 mod 8. A multiple of 4 keeps the staging's 16-byte row stores;
-// an odd multiple of 4 puts 8 consecutive rows on 8 different bank pairs, so the base correlation's
-// 8-byte loads from neighbouring rows are conflict-free (a pitch that is a multiple of 8 put rows
-// 4 apart on one bank pair).
+// Padded pixel-tile pitch (floats) of the backward base kernel for a halo width of ew coefficients:
+// the smallest value >= 2 ew that is 4 mod 8. A multiple of 4 keeps the staging's 16-byte row
+// stores; an odd multiple of 4 puts 8 consecutive rows on 8 different bank pairs, so the base
+// correlation's 8-byte loads from neighbouring rows are conflict-free (a pitch that is a multiple
+// of 8 put rows 4 apart on one bank pair).
 WTCONV_HOST_DEVICE constexpr int bwd_pixel_pitch(int ew) { return (2 * ew + 3) / 8 * 8 + 4; }
 
 // Shared memory (floats) of the level kernels (l >= 2) for a coefficient tile th x tw x np.
@@ -95,7 +96,7 @@ inline size_t level_smem_floats(bool backward, int k, int th, int tw, int np) {
   const size_t plane = size_t(th + 2 * r) * (tw + 2 * r) * 4;
   const size_t conv = size_t(np) * 4 * th * tw;  // subband conv results between the two phases
   if (!backward) return 4 * k * k + np * plane + conv;
-  const int parts = kBlockThreads / 32 / 4 * corr_parts_per_warp(k);  // two warps per subband
+  const int parts = kLevelCorrWarpsPerSubband * corr_parts_per_warp(k);
   return 4 * k * k + 2 * np * plane + conv + size_t(parts) * 4 * k * k;
 }
 
