@@ -192,11 +192,13 @@ TEST(WtconvPlan, RandomProblemsWorkspaceRegionsAreAlignedAndDisjoint) {
     auto grid = [&](int l, size_t elem) { return planes * size_t(plan.hl[l]) * size_t(plan.wl[l]) * elem; };
     std::vector<std::pair<size_t, size_t>> fwd, bwd;
     for (int l = 1; l < plan.L; ++l) {
-      fwd.push_back({plan.fwd_x[l], grid(l, 4)});
+      if (!plan.fwd_level2_direct) fwd.push_back({plan.fwd_x[l], grid(l, 4)});
       fwd.push_back({plan.fwd_r[l], grid(l, 4)});
       const size_t chain = l == 1 ? plan.chain_bytes : 4;
-      bwd.push_back({plan.bwd_x[l], grid(l, chain)});
-      bwd.push_back({plan.bwd_g[l], grid(l, chain)});
+      if (!plan.bwd_level2_direct) {
+        bwd.push_back({plan.bwd_x[l], grid(l, chain)});
+        bwd.push_back({plan.bwd_g[l], grid(l, chain)});
+      }
       bwd.push_back({plan.bwd_dx[l], grid(l, chain)});
     }
     bwd.push_back({plan.bwd_part[1], size_t(p.channels) * plan.bwd_base.splits * (5 * kk + 1) * 4});
@@ -206,6 +208,26 @@ TEST(WtconvPlan, RandomProblemsWorkspaceRegionsAreAlignedAndDisjoint) {
     expect_disjoint_aligned(bwd, plan.bwd_bytes, "backward workspace");
     EXPECT_EQ(plan.chain_bytes, p.precision == Precision::kFP32 ? 4u : 2u);
   }
+}
+
+TEST(WtconvPlan, LevelTwoReadsTheActivationsOnlyWhenL2) {
+  // L == 2: no stored X_1 (forward) and, at stride 1, no X_1 or G_1 (backward); the workspace
+  // shrinks by exactly those chains. L == 1 and L >= 3 keep the cascades.
+  for (int levels = 1; levels <= 4; ++levels)
+    for (int stride = 1; stride <= 3; ++stride) {
+      WtconvProblem p;
+      p.batch = 3; p.channels = 5; p.height = 37; p.width = 52; p.kernel_size = 5; p.levels = levels;
+      p.stride = stride; p.precision = Precision::kFP16;
+      const WtconvPlan plan = make_wtconv_plan(p);
+      SCOPED_TRACE(describe(p));
+      EXPECT_EQ(plan.fwd_level2_direct, levels == 2);
+      EXPECT_EQ(plan.bwd_level2_direct, levels == 2 && stride == 1);
+      if (levels != 2) continue;
+      const size_t x1 = align_up(size_t(3 * 5 * plan.hl[1] * plan.wl[1]) * 4, kWorkspaceAlign);
+      const size_t x1e = align_up(size_t(3 * 5 * plan.hl[1] * plan.wl[1]) * 2, kWorkspaceAlign);
+      EXPECT_EQ(plan.fwd_bytes, x1);  // R_1 only
+      EXPECT_EQ(plan.bwd_dx[1], stride == 1 ? 0u : 2 * x1e);
+    }
 }
 
 }  // namespace

@@ -61,9 +61,9 @@ __global__ void __launch_bounds__(kBlockThreads, kBwdBaseBlocksPerSm) backward_b
   for (int j = 0; j < KM; ++j) tot[j] = 0.0;
   double tot_sum = 0.0;
 
-  int64_t begin, end;
-  item_range(a.g.items, a.g.splits, split, &begin, &end);
-  for (int64_t item = begin; item < end; ++item) {
+  int64_t begin, end, step;
+  block_items<true>(a.g.items, a.g.splits, split, &begin, &end, &step);  // strided: halos from L2
+  for (int64_t item = begin; item < end; item += step) {
     const ItemPos pos = decode_item(a.g, item);
     const int py0 = 2 * (pos.y0 - r), px0 = 2 * (pos.x0 - r);  // pixel origin of the tile region
     __syncthreads();

@@ -3,7 +3,9 @@
 //   dY_l = s_l * (flipped W_l) conv G_l, dY_l[LL] += dX_l, dX_{l-1} = synthesis of dY_l (cropped),
 //   C_l[s](i,j) = sum_q Y_l[s](q + i - r, ...) * G_l[s](q)   (dW_l = s_l * C_l, ds_l = sum W_l * C_l),
 // the correlation as per-block partial sums (fixed order, no atomics) reduced later.
-// HBM: reads X_{l-1}, G_{l-1}[LL], dX_l; writes dX_{l-1} and C x splits x 4kk partials.
+// HBM: reads X_{l-1}, G_{l-1}[LL], dX_l; writes dX_{l-1} and C x splits x 4kk partials. With
+// kDirect (level 2 when L == 2 at stride 1, plan.bwd_level2_direct) it reads x and dy instead and
+// forms X_1 and G_1 on chip.
 #include "wtconv_kernels.cuh"
 
 namespace winconv {
@@ -11,7 +13,7 @@ namespace wtconv_detail {
 
 // 4 resident blocks for k = 3 and 5 (64 registers; k = 5 spills 40 bytes and is still faster than
 // at 3 blocks: big_L2 training step -0.4% fp32, -1.2% fp16); larger k keeps its 128 registers.
-template <typename Tc, int K>
+template <typename Tc, bool kDirect, int K>
 __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backward_level_kernel(BwdLevelArgs<Tc> a) {
   extern __shared__ float smem[];
   constexpr int KM = K > 0 ? K : 15;
@@ -41,9 +43,9 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
 #pragma unroll
   for (int j = 0; j < KM; ++j) tot[j] = 0.0;
 
-  int64_t begin, end;
-  item_range(a.g.items, a.g.splits, split, &begin, &end);
-  for (int64_t item = begin; item < end; ++item) {
+  int64_t begin, end, step;
+  block_items<kDirect>(a.g.items, a.g.splits, split, &begin, &end, &step);
+  for (int64_t item = begin; item < end; item += step) {
     const ItemPos pos = decode_item(a.g, item);
     // dX_l of this thread's first synthesis coefficient, loaded before the staging.
     const float res_first = first_residual(a.dxin, pos, np * th * tw, a.d.cell, a.d.col, a.B, a.C, c, a.hq, a.wq);
@@ -52,8 +54,14 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
     stage_tile<2>(
         np * plane,
         [&](int e) {
-          const LevelBlock blk = level_block(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, a.hin, a.win);
-          return Blocks{load_block(a.xin, blk, a.hin, a.win), load_block(a.gin, blk, a.hin, a.win)};
+          if constexpr (kDirect) {
+            const LevelBlock blk = level_block(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, a.H, a.W);
+            return Blocks{load_block_ll<Tc>(a.xin, blk, a.H, a.W, a.vec4),
+                          load_block_ll<Tc>(a.gin, blk, a.H, a.W, a.vec4)};
+          } else {
+            const LevelBlock blk = level_block(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, a.hin, a.win);
+            return Blocks{load_block(a.xin, blk, a.hin, a.win), load_block(a.gin, blk, a.hin, a.win)};
+          }
         },
         [&](int e, const Blocks& v) {
           uint32_t p, rem;
@@ -145,9 +153,13 @@ template <typename Tc>
 cudaError_t launch_backward_level(const BwdLevelArgs<Tc>& args, size_t smem, cudaStream_t stream) {
   BwdLevelArgs<Tc> a = args;
   a.d = level_divisors(a.g, a.k);
+  a.vec4 = a.direct && a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.xin) % (4 * sizeof(Tc)) == 0 &&
+           reinterpret_cast<uintptr_t>(a.gin) % (4 * sizeof(Tc)) == 0;
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
   return dispatch_kernel_size(a.k, [&](auto kc) {
-    return launch_with_smem(backward_level_kernel<Tc, decltype(kc)::value>, blocks, smem, stream, a);
+    constexpr int K = decltype(kc)::value;
+    if (a.direct) return launch_with_smem(backward_level_kernel<Tc, true, K>, blocks, smem, stream, a);
+    return launch_with_smem(backward_level_kernel<Tc, false, K>, blocks, smem, stream, a);
   });
 }
 

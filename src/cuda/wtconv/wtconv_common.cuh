@@ -43,6 +43,25 @@ __device__ __forceinline__ void item_range(int64_t items, int splits, int split,
   *end = items * (split + 1) / splits;
 }
 
+// The items of a block, as a first item and a step: a contiguous range (step 1), or with kStrided
+// the items split, split + splits, ... Strided, the blocks of one channel work on neighbouring
+// tiles at the same time, so a tile's halo is read from L2 while its neighbour's staging has it
+// there; a contiguous range re-reads it an item later, after more than the L2 has streamed
+// through on large shapes (docs/wtconv.md, perf note 21: the base kernels and the level-2 kernels
+// that read x and dy use it; the level kernels reading a stored chain keep ranges).
+template <bool kStrided>
+__device__ __forceinline__ void block_items(int64_t items, int splits, int split, int64_t* first, int64_t* end,
+                                            int64_t* step) {
+  if constexpr (kStrided) {
+    *first = split;
+    *end = items;
+    *step = splits;
+  } else {
+    item_range(items, splits, split, first, end);
+    *step = 1;
+  }
+}
+
 // sum_{i,j<k} w[i*k+j] * src[i*pitch+j]; K > 0 unrolls a compile-time size, K == 0 runs any odd k.
 template <int K>
 __host__ __device__ __forceinline__ float conv_window(const float* w, const float* src, int pitch, int k) {
@@ -483,6 +502,45 @@ __device__ __forceinline__ float4 load_block(const T* grid, const LevelBlock& bl
   if (xr) v.y = to_float(src[1]);
   if (yd) v.z = to_float(src[win]);
   if (xr && yd) v.w = to_float(src[win + 1]);
+  return v;
+}
+// The same block of X_1 = LL(x) read from the activation plane instead of a stored chain (plan:
+// level2_reads_activations): blk from level_block with the plane size H x W of x, so blk.off is
+// x's plane offset and blk.y, blk.x the X_1 position. Each value is formed from its 2x2 pixels
+// (zero outside x) with the cascade's formula and order and rounded through Tchain, the type the
+// cascade stores level 1 in, so it equals the stored chain's value bit for bit. vec: W % 4 == 0
+// and a 4-element-aligned base, so the four pixel columns 2 blk.x .. + 3 are one aligned load.
+template <typename Tchain, typename T>
+__device__ __forceinline__ float4 load_block_ll(const T* act, const LevelBlock& blk, int H, int W, bool vec) {
+  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+  const int y = 2 * blk.y, x = 2 * blk.x;
+  if (!blk.in || y >= H || x >= W) return v;
+  float p[4][4];
+  const T* src = act + blk.off + int64_t(y) * W + x;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    float4 q = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (y + i < H) {
+      const T* row = src + int64_t(i) * W;
+      if (vec) {
+        q = load4(row);
+      } else {
+        q.x = to_float(row[0]);
+        if (x + 1 < W) q.y = to_float(row[1]);
+        if (x + 2 < W) q.z = to_float(row[2]);
+        if (x + 3 < W) q.w = to_float(row[3]);
+      }
+    }
+    p[i][0] = q.x; p[i][1] = q.y; p[i][2] = q.z; p[i][3] = q.w;
+  }
+  // haar_cascade_kernel: 0.5f * ((s[0] + s[1]) + (s[side] + s[side + 1])), stored as Tchain.
+  auto ll = [](float a, float b, float c, float d) {
+    return to_float(from_float<Tchain>(0.5f * ((a + b) + (c + d))));
+  };
+  v.x = ll(p[0][0], p[0][1], p[1][0], p[1][1]);
+  v.y = ll(p[0][2], p[0][3], p[1][2], p[1][3]);
+  v.z = ll(p[2][0], p[2][1], p[3][0], p[3][1]);
+  v.w = ll(p[2][2], p[2][3], p[3][2], p[3][3]);
   return v;
 }
 

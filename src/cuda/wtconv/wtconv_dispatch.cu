@@ -1,6 +1,8 @@
 // WTConv drivers: the launch sequence of one forward and one backward on the caller's stream.
 // Forward:  LL-chain cascade (X_1..X_{L-1}), levels L..2, base + level 1.
 // Backward: LL-chain cascades of x and of dy, levels L..2, base + level 1, parameter reduction.
+// With L == 2 (the backward: and stride 1) level 2 reads the activations and no cascade runs
+// (plan.h: level2_reads_activations).
 #include <string>
 
 #include "wtconv_kernels.cuh"
@@ -53,11 +55,15 @@ Status ll_chain(const WtconvPlan& plan, const Tin* in, int stride, void* ws, con
 }
 
 // Backward of level l >= 2; Tc is the type of the level-(l-1) chains (T at level 1, else float).
+// x, dy: the activations, read instead of the chains when level 2 is direct.
 template <typename Tc>
-Status backward_level(const WtconvPlan& plan, int l, const WtconvParams& prm, void* ws, cudaStream_t stream) {
+Status backward_level(const WtconvPlan& plan, int l, const WtconvParams& prm, const Tc* x, const Tc* dy, void* ws,
+                      cudaStream_t stream) {
   BwdLevelArgs<Tc> a;
-  a.xin = ws_at<Tc>(ws, plan.bwd_x[l - 1]);
-  a.gin = ws_at<Tc>(ws, plan.bwd_g[l - 1]);
+  a.direct = l == 2 && plan.bwd_level2_direct;
+  a.xin = a.direct ? x : ws_at<Tc>(ws, plan.bwd_x[l - 1]);
+  a.gin = a.direct ? dy : ws_at<Tc>(ws, plan.bwd_g[l - 1]);
+  a.H = int(plan.H); a.W = int(plan.W);
   a.dxin = l == plan.L ? nullptr : ws_at<float>(ws, plan.bwd_dx[l]);
   a.dxout = ws_at<Tc>(ws, plan.bwd_dx[l - 1]);
   a.weight = prm.level_weight[l - 1];
@@ -70,25 +76,38 @@ Status backward_level(const WtconvPlan& plan, int l, const WtconvParams& prm, vo
   return cuda_status(launch_backward_level(a, plan.bwd_level[l].smem, stream), "wtconv backward level launch");
 }
 
+// Forward of level l >= 2 from xin: the stored chain X_{l-1} (Tin = float), or x when direct.
+template <typename Tin>
+Status forward_level(const WtconvPlan& plan, int l, const WtconvParams& prm, const Tin* xin, bool direct, void* ws,
+                     cudaStream_t stream) {
+  FwdLevelArgs<Tin> a;
+  a.direct = direct;
+  a.xin = xin;
+  a.H = int(plan.H); a.W = int(plan.W);
+  a.rin = l == plan.L ? nullptr : ws_at(ws, plan.fwd_r[l]);
+  a.rout = ws_at(ws, plan.fwd_r[l - 1]);
+  a.weight = prm.level_weight[l - 1];
+  a.scale = prm.level_scale[l - 1];
+  a.factor = 1.0f / float(1 << l);
+  a.B = int(plan.B); a.C = int(plan.C);
+  a.hin = int(plan.hl[l - 1]); a.win = int(plan.wl[l - 1]);
+  a.hq = int(plan.hl[l]); a.wq = int(plan.wl[l]); a.k = plan.k;
+  a.g = geom_of(plan.fwd_level[l]);
+  return cuda_status(launch_forward_level(a, plan.fwd_level[l].smem, stream), "wtconv forward level launch");
+}
+
 template <typename T>
 Status forward_typed(const WtconvPlan& plan, const T* x, const WtconvParams& prm, T* y, void* ws,
                      cudaStream_t stream) {
-  Status st = ll_chain<T, float>(plan, x, 1, ws, plan.fwd_x, stream);
-  if (!st.ok()) return st;
+  if (!plan.fwd_level2_direct) {
+    Status st = ll_chain<T, float>(plan, x, 1, ws, plan.fwd_x, stream);
+    if (!st.ok()) return st;
+  }
   for (int l = plan.L; l >= 2; --l) {
-    FwdLevelArgs a;
-    a.xin = ws_at(ws, plan.fwd_x[l - 1]);
-    a.rin = l == plan.L ? nullptr : ws_at(ws, plan.fwd_r[l]);
-    a.rout = ws_at(ws, plan.fwd_r[l - 1]);
-    a.weight = prm.level_weight[l - 1];
-    a.scale = prm.level_scale[l - 1];
-    a.factor = 1.0f / float(1 << l);
-    a.B = int(plan.B); a.C = int(plan.C);
-    a.hin = int(plan.hl[l - 1]); a.win = int(plan.wl[l - 1]);
-    a.hq = int(plan.hl[l]); a.wq = int(plan.wl[l]); a.k = plan.k;
-    a.g = geom_of(plan.fwd_level[l]);
-    cudaError_t e = launch_forward_level(a, plan.fwd_level[l].smem, stream);
-    if (e != cudaSuccess) return cuda_status(e, "wtconv forward level launch");
+    const Status st = l == 2 && plan.fwd_level2_direct
+                          ? forward_level<T>(plan, l, prm, x, true, ws, stream)
+                          : forward_level<float>(plan, l, prm, ws_at(ws, plan.fwd_x[l - 1]), false, ws, stream);
+    if (!st.ok()) return st;
   }
   FwdBaseArgs<T> a;
   a.x = x;
@@ -106,12 +125,16 @@ Status forward_typed(const WtconvPlan& plan, const T* x, const WtconvParams& prm
 template <typename T>
 Status backward_typed(const WtconvPlan& plan, const T* dy, const T* x, const WtconvParams& prm, T* dx,
                       const WtconvParamGrads& grads, void* ws, cudaStream_t stream) {
-  Status st = ll_chain<T, T>(plan, x, 1, ws, plan.bwd_x, stream);
-  if (!st.ok()) return st;
-  st = ll_chain<T, T>(plan, dy, plan.stride, ws, plan.bwd_g, stream);
-  if (!st.ok()) return st;
+  Status st;
+  if (!plan.bwd_level2_direct) {
+    st = ll_chain<T, T>(plan, x, 1, ws, plan.bwd_x, stream);
+    if (!st.ok()) return st;
+    st = ll_chain<T, T>(plan, dy, plan.stride, ws, plan.bwd_g, stream);
+    if (!st.ok()) return st;
+  }
   for (int l = plan.L; l >= 2; --l) {
-    st = l == 2 ? backward_level<T>(plan, l, prm, ws, stream) : backward_level<float>(plan, l, prm, ws, stream);
+    st = l == 2 ? backward_level<T>(plan, l, prm, x, dy, ws, stream)
+                : backward_level<float>(plan, l, prm, nullptr, nullptr, ws, stream);
     if (!st.ok()) return st;
   }
   {

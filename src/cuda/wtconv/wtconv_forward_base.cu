@@ -39,9 +39,9 @@ __global__ void __launch_bounds__(kBlockThreads, K == 7 ? 2 : 4) forward_base_ke
     }
   }
 
-  int64_t begin, end;
-  item_range(a.g.items, a.g.splits, split, &begin, &end);
-  for (int64_t item = begin; item < end; ++item) {
+  int64_t begin, end, step;
+  block_items<true>(a.g.items, a.g.splits, split, &begin, &end, &step);  // strided: halos from L2
+  for (int64_t item = begin; item < end; item += step) {
     const ItemPos pos = decode_item(a.g, item);
     const int qay = (s * pos.y0) >> 1, qax = (s * pos.x0) >> 1;  // first interior coefficient
     const int x0y = 2 * (qay - r), x0x = 2 * (qax - r);           // x origin of the tile

@@ -1,14 +1,17 @@
 // Forward, one wavelet level l >= 2 (deepest first): reads X_{l-1} tiles with a halo, forms the
 // four Haar subbands Y_l on chip, convolves them with the folded weights 2^-l * s_l * W_l, adds the
 // already-synthesised deeper residual R_l at the LL position and writes R_{l-1}, the synthesis of
-// levels >= l on the level l-1 grid. HBM: reads X_{l-1} and R_l, writes R_{l-1}.
+// levels >= l on the level l-1 grid. HBM: reads X_{l-1} and R_l, writes R_{l-1}. With kDirect
+// (level 2 when L == 2, plan.fwd_level2_direct) it reads x instead and forms X_1 on chip.
+#include <type_traits>
+
 #include "wtconv_kernels.cuh"
 
 namespace winconv {
 namespace wtconv_detail {
 
-template <int K>
-__global__ void __launch_bounds__(kBlockThreads) forward_level_kernel(FwdLevelArgs a) {
+template <typename Tin, bool kDirect, int K>
+__global__ void __launch_bounds__(kBlockThreads) forward_level_kernel(FwdLevelArgs<Tin> a) {
   extern __shared__ float smem[];
   const int k = K ? K : a.k, r = k / 2, kk = k * k;
   const int c = blockIdx.x / a.g.splits, split = blockIdx.x % a.g.splits;
@@ -21,9 +24,9 @@ __global__ void __launch_bounds__(kBlockThreads) forward_level_kernel(FwdLevelAr
   for (int i = threadIdx.x; i < 4 * kk; i += blockDim.x)
     ws[i] = a.weight[int64_t(4 * c) * kk + i] * a.scale[4 * c + i / kk] * a.factor;
 
-  int64_t begin, end;
-  item_range(a.g.items, a.g.splits, split, &begin, &end);
-  for (int64_t item = begin; item < end; ++item) {
+  int64_t begin, end, step;
+  block_items<kDirect>(a.g.items, a.g.splits, split, &begin, &end, &step);
+  for (int64_t item = begin; item < end; item += step) {
     const ItemPos pos = decode_item(a.g, item);
     // R_l of this thread's first synthesis coefficient, loaded before the staging.
     const float res_first = first_residual(a.rin, pos, np * th * tw, a.d.cell, a.d.col, a.B, a.C, c, a.hq, a.wq);
@@ -31,8 +34,13 @@ __global__ void __launch_bounds__(kBlockThreads) forward_level_kernel(FwdLevelAr
     stage_tile<2>(
         np * plane,
         [&](int e) {
-          const LevelBlock blk = level_block(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, a.hin, a.win);
-          return load_block(a.xin, blk, a.hin, a.win);
+          if constexpr (kDirect) {
+            const LevelBlock blk = level_block(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, a.H, a.W);
+            return load_block_ll<float>(a.xin, blk, a.H, a.W, a.vec4);  // the forward chain is float
+          } else {
+            const LevelBlock blk = level_block(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, a.hin, a.win);
+            return load_block(a.xin, blk, a.hin, a.win);
+          }
         },
         [&](int e, float4 v) {
           uint32_t p, rem;
@@ -90,14 +98,25 @@ __global__ void __launch_bounds__(kBlockThreads) forward_level_kernel(FwdLevelAr
   }
 }
 
-cudaError_t launch_forward_level(const FwdLevelArgs& args, size_t smem, cudaStream_t stream) {
-  FwdLevelArgs a = args;
+// A stored chain is float; an activation input (fp16/bf16 only ever direct) takes the direct kernel.
+template <typename Tin>
+cudaError_t launch_forward_level(const FwdLevelArgs<Tin>& args, size_t smem, cudaStream_t stream) {
+  FwdLevelArgs<Tin> a = args;
   a.d = level_divisors(a.g, a.k);
+  a.vec4 = a.direct && a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.xin) % (4 * sizeof(Tin)) == 0;
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
   return dispatch_kernel_size(a.k, [&](auto kc) {
-    return launch_with_smem(forward_level_kernel<decltype(kc)::value>, blocks, smem, stream, a);
+    constexpr int K = decltype(kc)::value;
+    if constexpr (std::is_same<Tin, float>::value)
+      if (!a.direct) return launch_with_smem(forward_level_kernel<float, false, K>, blocks, smem, stream, a);
+    return launch_with_smem(forward_level_kernel<Tin, true, K>, blocks, smem, stream, a);
   });
 }
+
+template cudaError_t launch_forward_level<float>(const FwdLevelArgs<float>&, size_t, cudaStream_t);
+template cudaError_t launch_forward_level<__half>(const FwdLevelArgs<__half>&, size_t, cudaStream_t);
+template cudaError_t launch_forward_level<__nv_bfloat16>(const FwdLevelArgs<__nv_bfloat16>&, size_t,
+                                                         cudaStream_t);
 
 }  // namespace wtconv_detail
 }  // namespace winconv

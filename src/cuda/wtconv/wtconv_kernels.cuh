@@ -21,8 +21,11 @@ cudaError_t launch_haar_cascade(const Tin* in, int stride, int64_t in_plane_h, i
                                 float* const* deeper,
                                 const int64_t* hout, const int64_t* wout, cudaStream_t stream);
 
+// Tin: float for a stored chain X_{l-1}; with `direct` (level 2, plan.fwd_level2_direct) xin is the
+// activation x (H x W, Tin = the activation type) and X_1 is formed on chip.
+template <typename Tin = float>
 struct FwdLevelArgs {
-  const float* xin;  // X_{l-1}: hin x win
+  const Tin* xin;    // X_{l-1}: hin x win (or x: H x W)
   const float* rin;  // R_l (level-l grid) or null at the deepest level
   float* rout;       // R_{l-1}: hin x win
   const float* weight;
@@ -31,8 +34,12 @@ struct FwdLevelArgs {
   int B, C, hin, win, hq, wq, k;
   TileGeom g;
   LevelDivisors d;  // set by the launcher
+  bool direct = false;
+  int H = 0, W = 0;
+  bool vec4 = false;  // direct: W % 4 == 0 and x 4-element aligned (set by the launcher)
 };
-cudaError_t launch_forward_level(const FwdLevelArgs& a, size_t smem, cudaStream_t stream);
+template <typename Tin>
+cudaError_t launch_forward_level(const FwdLevelArgs<Tin>& a, size_t smem, cudaStream_t stream);
 
 template <typename T>
 struct FwdBaseArgs {
@@ -56,10 +63,12 @@ cudaError_t launch_forward_base(const FwdBaseArgs<T>& a, size_t smem, cudaStream
 // Tc: the type of the level-(l-1) chains. The backward stores its level-1 chains (X_1, G_1, dX_1,
 // three quarter-size planes per input plane, the training step's largest temporaries) in the
 // activation type, and deeper levels in float, whose small grids make few-term gradient sums.
+// With `direct` (level 2, plan.bwd_level2_direct: stride 1) xin and gin are the activations x and
+// dy (H x W) and X_1, G_1 are formed on chip, rounded to Tc as the cascade would store them.
 template <typename Tc>
 struct BwdLevelArgs {
-  const Tc* xin;      // X_{l-1}
-  const Tc* gin;      // LL chain of G at level l-1 (G_0 = D is never needed here)
+  const Tc* xin;      // X_{l-1} (or x)
+  const Tc* gin;      // LL chain of G at level l-1 (G_0 = D is never needed here), or dy
   const float* dxin;  // dX_l or null at the deepest level
   Tc* dxout;          // dX_{l-1}
   const float* weight;
@@ -68,6 +77,9 @@ struct BwdLevelArgs {
   int B, C, hin, win, hq, wq, k;
   TileGeom g;
   LevelDivisors d;  // set by the launcher
+  bool direct = false;
+  int H = 0, W = 0;
+  bool vec4 = false;  // direct: W % 4 == 0 and x, dy 4-element aligned (set by the launcher)
 };
 template <typename Tc>
 cudaError_t launch_backward_level(const BwdLevelArgs<Tc>& a, size_t smem, cudaStream_t stream);

@@ -1,10 +1,10 @@
 // WTConv launch plan: tile shapes, block splits and workspace layout, derived from the problem
 // alone (host-only, plain C++, so the workspace queries also work in a CPU-only build).
 //
-// Every kernel is "channel-major": block j handles channel c = j / splits and a contiguous range
-// of work items (a tile of one level grid over np planes (b, c) of the same channel), so the
-// per-channel weights sit in shared memory once and the per-channel gradient partials of one
-// block are summed in a fixed order. splits depends only on the problem, which keeps results
+// Every kernel is "channel-major": block j handles channel c = j / splits and a fixed set of work
+// items (a tile of one level grid over np planes (b, c) of the same channel; every splits-th item
+// from split, or a contiguous range: block_items), so the per-channel weights sit in shared memory
+// once and the per-channel gradient partials of one block are summed in a fixed order. splits depends only on the problem, which keeps results
 // bit-identical from run to run.
 #pragma once
 
@@ -48,6 +48,10 @@ struct WtconvPlan {
   size_t chain_bytes = 4;
   size_t bwd_x[kWtconvMaxLevels + 1] = {}, bwd_g[kWtconvMaxLevels + 1] = {},
          bwd_dx[kWtconvMaxLevels + 1] = {}, bwd_part[kWtconvMaxLevels + 1] = {}, bwd_bytes = 0;
+  // Level 2 reads the activations (x; the backward also dy) and forms X_1 = LL(x) (G_1 = LL(D))
+  // on chip instead of reading a stored chain; no cascade runs and X_1 (G_1) has no workspace
+  // (level2_reads_activations).
+  bool fwd_level2_direct = false, bwd_level2_direct = false;
   WtconvTile fwd_base, bwd_base;                              // base + level 1
   WtconvTile fwd_level[kWtconvMaxLevels + 1], bwd_level[kWtconvMaxLevels + 1];  // l >= 2
 };
@@ -203,6 +207,17 @@ inline WtconvTile pick_bwd_base_tile(int64_t B, int64_t C, int64_t h1, int64_t w
   return t;
 }
 
+// When L == 2 the chain is X_1 alone and only the level-2 kernel reads it. Storing it costs a
+// cascade launch that reads x and writes X_1, which the level kernel reads back: N + N/4 + N/4
+// elements for fp32 (N = x's elements), against N when the level kernel reads x itself and forms
+// X_1 on chip (its halo, four times larger in pixels, is re-read mostly from L2). With L >= 3 a
+// cascade must read x anyway for X_2.., and X_1 is then the cheaper input of level 2. The
+// backward does the same for G_1 = LL(D) when D is dy itself (stride 1); a strided dy keeps
+// both cascades.
+inline bool level2_reads_activations(int levels, int stride, bool backward) {
+  return levels == 2 && (!backward || stride == 1);
+}
+
 // Assumes wtconv_validate(problem) passed.
 inline WtconvPlan make_wtconv_plan(const WtconvProblem& p) {
   WtconvPlan plan;
@@ -228,15 +243,20 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p) {
     plan.bwd_level[l] = pick_level_tile(true, plan.B, plan.C, plan.hl[l], plan.wl[l], plan.k);
   }
 
+  plan.fwd_level2_direct = level2_reads_activations(plan.L, plan.stride, false);
+  plan.bwd_level2_direct = level2_reads_activations(plan.L, plan.stride, true);
   size_t off = 0;
-  for (int l = 1; l < plan.L; ++l) { plan.fwd_x[l] = off; off += level_bytes(l); }
+  if (!plan.fwd_level2_direct)
+    for (int l = 1; l < plan.L; ++l) { plan.fwd_x[l] = off; off += level_bytes(l); }
   for (int l = 1; l < plan.L; ++l) { plan.fwd_r[l] = off; off += level_bytes(l); }
   plan.fwd_bytes = off;
 
   off = 0;
   auto chain_level_bytes = [&](int l) { return level_bytes(l, l == 1 ? plan.chain_bytes : 4); };
-  for (int l = 1; l < plan.L; ++l) { plan.bwd_x[l] = off; off += chain_level_bytes(l); }
-  for (int l = 1; l < plan.L; ++l) { plan.bwd_g[l] = off; off += chain_level_bytes(l); }
+  if (!plan.bwd_level2_direct) {
+    for (int l = 1; l < plan.L; ++l) { plan.bwd_x[l] = off; off += chain_level_bytes(l); }
+    for (int l = 1; l < plan.L; ++l) { plan.bwd_g[l] = off; off += chain_level_bytes(l); }
+  }
   for (int l = 1; l < plan.L; ++l) { plan.bwd_dx[l] = off; off += chain_level_bytes(l); }
   // Partials: [C][splits][kk + 1 + 4kk] for the base kernel (slot 1), [C][splits][4kk] per level.
   plan.bwd_part[1] = off;
@@ -262,13 +282,18 @@ inline void plan_io_bytes(const WtconvPlan& plan, size_t e, uint64_t* forward, u
   for (int l = 1; l < L; ++l) chain += n(l);
   uint64_t fwd = N * e + No * e, bwd = (2 * N + No) * e;  // base kernels
   if (L >= 2) {
-    fwd += N * e + 4 * chain + 4 * n(1);          // cascade of x; the base kernel reads R_1
-    // cascades of x and dy (level 1 in e bytes, deeper in 4); the base kernel reads dX_1
-    bwd += (N + No) * e + 2 * (e * n(1) + 4 * (chain - n(1))) + e * n(1);
+    fwd += 4 * n(1);  // the base kernel reads R_1
+    bwd += e * n(1);  // the base kernel reads dX_1
+    if (!plan.fwd_level2_direct) fwd += N * e + 4 * chain;  // cascade of x
+    // cascades of x and dy (level 1 in e bytes, deeper in 4)
+    if (!plan.bwd_level2_direct) bwd += (N + No) * e + 2 * (e * n(1) + 4 * (chain - n(1)));
   }
   for (int l = 2; l <= L; ++l) {
-    fwd += 4 * (2 * n(l - 1) + (l < L ? n(l) : 0));
-    bwd += (l == 2 ? e : 4) * 3 * n(l - 1) + (l < L ? 4 * n(l) : 0);
+    // Level 2 reads X_1 (or x) and writes R_1; the backward reads X_1 and G_1 (or x and dy) and
+    // writes dX_1.
+    const bool fd = l == 2 && plan.fwd_level2_direct, bd = l == 2 && plan.bwd_level2_direct;
+    fwd += (fd ? N * e : 4 * n(l - 1)) + 4 * n(l - 1) + (l < L ? 4 * n(l) : 0);
+    bwd += (bd ? 2 * N * e : (l == 2 ? e : 4) * 2 * n(l - 1)) + (l == 2 ? e : 4) * n(l - 1) + (l < L ? 4 * n(l) : 0);
   }
   const int kk = plan.k * plan.k;
   uint64_t partials = uint64_t(plan.C) * plan.bwd_base.splits * (5 * kk + 1);
