@@ -167,6 +167,21 @@ TEST(WtconvGpu, OddSizesEveryOption) {
     }
 }
 
+TEST(WtconvGpu, LevelTwoReadsActivations) {
+  // L = 2: level 2 forms X_1 (and at stride 1 G_1) from x and dy on chip (plan.h,
+  // level2_reads_activations). Rows of a multiple of 4 take the 4-element loads, other widths the
+  // scalar ones; stride 2 keeps the backward's cascades.
+  if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
+  const Precision P[3] = {Precision::kFP32, Precision::kFP16, Precision::kBF16};
+  int i = 0;
+  for (Precision prec : P) {
+    run_case(2, 3, 20, 24, 5, 2, 1, prec, true, 300 + i++);
+    run_case(1, 2, 13, 16, 3, 2, 1, prec, false, 300 + i++);
+    run_case(2, 2, 9, 11, 7, 2, 1, prec, true, 300 + i++);
+    run_case(1, 2, 12, 20, 9, 2, 2, prec, true, 300 + i++);
+  }
+}
+
 TEST(WtconvGpu, RandomShapes) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
   std::mt19937 rng(4321);
