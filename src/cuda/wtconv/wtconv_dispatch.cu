@@ -76,12 +76,13 @@ Status backward_level(const WtconvPlan& plan, int l, const WtconvParams& prm, co
   return cuda_status(launch_backward_level(a, plan.bwd_level[l].smem, stream), "wtconv backward level launch");
 }
 
-// Forward of level l >= 2 from xin: the stored chain X_{l-1} (Tin = float), or x when direct.
+// Forward of level l >= 2 from xin: the stored chain X_{l-1} (Tin = float), or x when level 2
+// is direct.
 template <typename Tin>
-Status forward_level(const WtconvPlan& plan, int l, const WtconvParams& prm, const Tin* xin, bool direct, void* ws,
+Status forward_level(const WtconvPlan& plan, int l, const WtconvParams& prm, const Tin* xin, void* ws,
                      cudaStream_t stream) {
   FwdLevelArgs<Tin> a;
-  a.direct = direct;
+  a.direct = l == 2 && plan.fwd_level2_direct;
   a.xin = xin;
   a.H = int(plan.H); a.W = int(plan.W);
   a.rin = l == plan.L ? nullptr : ws_at(ws, plan.fwd_r[l]);
@@ -105,8 +106,8 @@ Status forward_typed(const WtconvPlan& plan, const T* x, const WtconvParams& prm
   }
   for (int l = plan.L; l >= 2; --l) {
     const Status st = l == 2 && plan.fwd_level2_direct
-                          ? forward_level<T>(plan, l, prm, x, true, ws, stream)
-                          : forward_level<float>(plan, l, prm, ws_at(ws, plan.fwd_x[l - 1]), false, ws, stream);
+                          ? forward_level<T>(plan, l, prm, x, ws, stream)
+                          : forward_level<float>(plan, l, prm, ws_at(ws, plan.fwd_x[l - 1]), ws, stream);
     if (!st.ok()) return st;
   }
   FwdBaseArgs<T> a;

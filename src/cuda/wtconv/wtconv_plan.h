@@ -4,8 +4,8 @@
 // Every kernel is "channel-major": block j handles channel c = j / splits and a fixed set of work
 // items (a tile of one level grid over np planes (b, c) of the same channel; every splits-th item
 // from split, or a contiguous range: block_items), so the per-channel weights sit in shared memory
-// once and the per-channel gradient partials of one block are summed in a fixed order. splits depends only on the problem, which keeps results
-// bit-identical from run to run.
+// once and the per-channel gradient partials of one block are summed in a fixed order. splits
+// depends only on the problem, which keeps results bit-identical from run to run.
 #pragma once
 
 #include <cstddef>
