@@ -160,10 +160,14 @@ inline void fit_tile(WtconvTile& t, int64_t B, int64_t want, Bytes bytes) {
   }
 }
 
-inline WtconvTile pick_level_tile(bool backward, int64_t B, int64_t C, int64_t gh, int64_t gw, int k) {
+inline WtconvTile pick_level_tile(bool backward, int64_t B, int64_t C, int64_t gh, int64_t gw, int k,
+                                  bool direct = false) {
   WtconvTile t;
+  // 16 x 32 when level 2 reads the activations (it stages 4x its tile in pixels, halo included):
+  // big_L2 train fp32 -3.7%, fp16 -6.2%; 32 x 32 was as fast on fp32, 2% slower on fp16
+  // (docs/wtconv.md, perf note 23).
   t.th = pow2_at_least(gh, 16);
-  t.tw = pow2_at_least(gw, 16);
+  t.tw = pow2_at_least(gw, direct ? 32 : 16);
   const auto bytes = [&] { return level_smem_floats(backward, k, t.th, t.tw, t.np) * 4; };
   fit_tile(t, B, kBlockThreads / (t.th * t.tw), bytes);
   t.smem = bytes();
@@ -239,8 +243,11 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p) {
   plan.fwd_base = pick_fwd_base_tile(plan.B, plan.C, plan.Ho, plan.Wo, plan.k, plan.stride);
   plan.bwd_base = pick_bwd_base_tile(plan.B, plan.C, plan.hl[1], plan.wl[1], plan.k);
   for (int l = 2; l <= plan.L; ++l) {
-    plan.fwd_level[l] = pick_level_tile(false, plan.B, plan.C, plan.hl[l], plan.wl[l], plan.k);
-    plan.bwd_level[l] = pick_level_tile(true, plan.B, plan.C, plan.hl[l], plan.wl[l], plan.k);
+    // Level 2 reading the activations stages 4x its tile in pixels: larger tiles, less halo.
+    const bool fd = l == 2 && level2_reads_activations(plan.L, plan.stride, false);
+    const bool bd = l == 2 && level2_reads_activations(plan.L, plan.stride, true);
+    plan.fwd_level[l] = pick_level_tile(false, plan.B, plan.C, plan.hl[l], plan.wl[l], plan.k, fd);
+    plan.bwd_level[l] = pick_level_tile(true, plan.B, plan.C, plan.hl[l], plan.wl[l], plan.k, bd);
   }
 
   plan.fwd_level2_direct = level2_reads_activations(plan.L, plan.stride, false);
