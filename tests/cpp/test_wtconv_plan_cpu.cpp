@@ -121,14 +121,14 @@ TEST(WtconvPlan, PaddedPixelPitchIsTheNextOddMultipleOfFour) {
 
 TEST(WtconvPlan, BackwardBasePixelRowsArePaddedUnlessThatCostsAResidentBlock) {
   const auto blocks = [](size_t smem) {
-    return std::min<size_t>(kBwdBaseBlocksPerSm, kSmemPerSm / (smem + kSmemReservedPerBlock));
+    return std::min<size_t>(bwd_base_blocks_per_sm(5), kSmemPerSm / (smem + kSmemReservedPerBlock));
   };
   // Large planes (16 x 32 coefficient tiles): padded (72 -> 76 floats at k = 5), still 3 blocks.
   WtconvProblem big;
   big.batch = 16; big.channels = 128; big.height = 512; big.width = 512; big.kernel_size = 5; big.levels = 2;
   const WtconvTile tb = make_wtconv_plan(big).bwd_base;
   EXPECT_EQ(tb.pixel_pitch, 76);
-  EXPECT_EQ(blocks(tb.smem), size_t(kBwdBaseBlocksPerSm));
+  EXPECT_EQ(blocks(tb.smem), size_t(bwd_base_blocks_per_sm(5)));
   // 7 x 7 planes, 16 per block: padding would cost a block, so the rows stay 2 ew wide.
   WtconvProblem small = big;
   small.batch = 64; small.channels = 768; small.height = 7; small.width = 7;
@@ -136,6 +136,23 @@ TEST(WtconvPlan, BackwardBasePixelRowsArePaddedUnlessThatCostsAResidentBlock) {
   const int ew = ts.tw + 2 * (small.kernel_size / 2);
   EXPECT_EQ(ts.pixel_pitch, 2 * ew);
   EXPECT_LT(blocks(bwd_base_smem_floats(5, ts.th, ts.tw, ts.np, bwd_pixel_pitch(ew)) * 4), blocks(ts.smem));
+}
+
+TEST(WtconvPlan, BackwardBaseHoldsItsLaunchBoundOfBlocks) {
+  // A block of large planes (padded rows included) fits as many blocks per SM as its launch bound
+  // asks for: 4 at 3 x 3, 3 at 5 x 5.
+  EXPECT_EQ(bwd_base_blocks_per_sm(3), 4);
+  EXPECT_EQ(bwd_base_blocks_per_sm(5), 3);
+  WtconvProblem p;
+  p.batch = 16; p.channels = 128; p.height = 512; p.width = 512; p.levels = 2;
+  for (int k : {3, 5}) {
+    p.kernel_size = k;
+    const WtconvTile t = make_wtconv_plan(p).bwd_base;
+    EXPECT_EQ(t.pixel_pitch, bwd_pixel_pitch(t.tw + 2 * (k / 2))) << "k=" << k;
+    EXPECT_EQ(std::min<size_t>(bwd_base_blocks_per_sm(k), kSmemPerSm / (t.smem + kSmemReservedPerBlock)),
+              size_t(bwd_base_blocks_per_sm(k)))
+        << "k=" << k;
+  }
 }
 
 TEST(WtconvPlan, RandomProblemsTilesCoverGridsAndFitSharedMemory) {

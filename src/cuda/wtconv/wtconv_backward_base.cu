@@ -12,7 +12,7 @@ namespace winconv {
 namespace wtconv_detail {
 
 template <typename T, int K>
-__global__ void __launch_bounds__(kBlockThreads, kBwdBaseBlocksPerSm) backward_base_kernel(BwdBaseArgs<T> a) {
+__global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K)) backward_base_kernel(BwdBaseArgs<T> a) {
   extern __shared__ float smem[];
   constexpr int KM = K > 0 ? K : 15;
   const int k = K ? K : a.k, r = k / 2, kk = k * k, s = a.stride;

@@ -23,7 +23,6 @@ constexpr size_t kWorkspaceAlign = 256;
 // Shared memory of one SM and the share the runtime reserves per block on sm_90 (H100/H200):
 // used only to keep a padding choice from costing a resident block.
 constexpr size_t kSmemPerSm = 228 * 1024, kSmemReservedPerBlock = 1024;
-constexpr int kBwdBaseBlocksPerSm = 3;      // the backward base kernel's launch bound
 constexpr int kLevelCorrWarpsPerSubband = kBlockThreads / 32 / 4;  // backward level kernels
 
 struct WtconvTile {
@@ -86,6 +85,12 @@ inline void finish_tile(WtconvTile& t, int64_t B, int64_t C, int64_t gh, int64_t
 // block), so a half-warp reads a few consecutive rows of one plane: distinct bank pairs for the
 // 8-byte row loads, one broadcast G row per part.
 WTCONV_HOST_DEVICE constexpr int corr_parts_per_warp(int k) { return 32 / k; }
+
+// Launch bound of the backward base kernel. 4 blocks per SM (64 registers) for k = 3: a 3 x 3
+// training step ran 2.6% (fp32) and 4.8% (fp16) faster. k = 5 at 64 registers spills ~130 bytes
+// (fp32 steps 2-3% slower, fp16 1-2% faster); k = 7 and the runtime-k path spill 300-530 bytes
+// (docs/wtconv.md, perf note 24).
+WTCONV_HOST_DEVICE constexpr int bwd_base_blocks_per_sm(int k) { return k == 3 ? 4 : 3; }
 
 // Padded pixel-tile pitch (floats) of the backward base kernel for a halo width of ew coefficients:
 // the smallest value >= 2 ew that is 4 mod 8. A multiple of 4 keeps the staging's 16-byte row
@@ -199,9 +204,9 @@ inline WtconvTile pick_bwd_base_tile(int64_t B, int64_t C, int64_t h1, int64_t w
   fit_tile(t, B, kBlockThreads / (t.th * t.tw), [&] { return bytes(plain()); });
   // Padded rows unless the padding costs a resident block (many small planes per block) or
   // leaves the budget.
-  const auto resident = [](size_t b) {
+  const auto resident = [k](size_t b) {
     const size_t n = kSmemPerSm / (b + kSmemReservedPerBlock);
-    return n < size_t(kBwdBaseBlocksPerSm) ? n : size_t(kBwdBaseBlocksPerSm);
+    return n < size_t(bwd_base_blocks_per_sm(k)) ? n : size_t(bwd_base_blocks_per_sm(k));
   };
   const int padded = bwd_pixel_pitch(t.tw + 2 * (k / 2));
   const bool pad = bytes(padded) <= kSmemBudget && resident(bytes(padded)) >= resident(bytes(plain()));
