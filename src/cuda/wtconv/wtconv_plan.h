@@ -247,16 +247,15 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p) {
 
   plan.fwd_base = pick_fwd_base_tile(plan.B, plan.C, plan.Ho, plan.Wo, plan.k, plan.stride);
   plan.bwd_base = pick_bwd_base_tile(plan.B, plan.C, plan.hl[1], plan.wl[1], plan.k);
+  plan.fwd_level2_direct = level2_reads_activations(plan.L, plan.stride, false);
+  plan.bwd_level2_direct = level2_reads_activations(plan.L, plan.stride, true);
   for (int l = 2; l <= plan.L; ++l) {
     // Level 2 reading the activations stages 4x its tile in pixels: larger tiles, less halo.
-    const bool fd = l == 2 && level2_reads_activations(plan.L, plan.stride, false);
-    const bool bd = l == 2 && level2_reads_activations(plan.L, plan.stride, true);
+    const bool fd = l == 2 && plan.fwd_level2_direct, bd = l == 2 && plan.bwd_level2_direct;
     plan.fwd_level[l] = pick_level_tile(false, plan.B, plan.C, plan.hl[l], plan.wl[l], plan.k, fd);
     plan.bwd_level[l] = pick_level_tile(true, plan.B, plan.C, plan.hl[l], plan.wl[l], plan.k, bd);
   }
 
-  plan.fwd_level2_direct = level2_reads_activations(plan.L, plan.stride, false);
-  plan.bwd_level2_direct = level2_reads_activations(plan.L, plan.stride, true);
   size_t off = 0;
   if (!plan.fwd_level2_direct)
     for (int l = 1; l < plan.L; ++l) { plan.fwd_x[l] = off; off += level_bytes(l); }
