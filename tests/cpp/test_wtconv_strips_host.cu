@@ -74,6 +74,61 @@ TEST(WtconvStripsHost, CorrelationRowMatchesThePlainLoopBitForBit) {
   for (int k = 1; k <= 15; k += 2) check_corr_row<0>(k);  // the runtime-k path
 }
 
+// The quad-read correlation at phases (kOy, kOg) of the 16-byte grid, every n % 4 == 0 up to
+// three chunks: the same bits as the plain loop. The buffers hold corr_row_quads' lead-in and
+// overrun; their contents outside the row are NaN, so a term read from there would show.
+template <int K, int kOy, int kOg>
+void check_corr_row_quads() {
+  constexpr int kPad = 16, kLen = 256;
+  alignas(16) float ybuf[kLen], gbuf[kLen];
+  const std::vector<float> yv = random_floats(kLen, 31 + K), gv = random_floats(kLen, 57 + K);
+  for (int n = 0; n <= 3 * 24; n += 4) {
+    SCOPED_TRACE("K=" + std::to_string(K) + " oy=" + std::to_string(kOy) + " og=" + std::to_string(kOg) +
+                 " n=" + std::to_string(n));
+    for (int i = 0; i < kLen; ++i) ybuf[i] = gbuf[i] = std::nanf("");
+    const float* y = ybuf + kPad + kOy;
+    const float* g = gbuf + kPad + kOg;
+    std::memcpy(ybuf + kPad + kOy, yv.data(), sizeof(float) * size_t(n + K - 1));
+    std::memcpy(gbuf + kPad + kOg, gv.data(), sizeof(float) * size_t(n));
+    float acc[K], want[K];
+    for (int j = 0; j < K; ++j) acc[j] = want[j] = 0.25f * float(j) - 1.f;
+    float gsum = 0.5f, gsum_want = 0.5f;
+    corr_row_quads<K, kOy, kOg, true>(acc, y, g, n, &gsum);
+    corr_reference(want, y, g, n, K, &gsum_want);
+    for (int j = 0; j < K; ++j) EXPECT_TRUE(same_bits(acc[j], want[j])) << "j=" << j << " " << acc[j] << " vs " << want[j];
+    EXPECT_TRUE(same_bits(gsum, gsum_want)) << gsum << " vs " << gsum_want;
+    EXPECT_TRUE(quad_corr_ok(y, 36, kOy, g, 76, kOg, n));
+  }
+}
+
+template <int K>
+void check_corr_row_quads_all_phases() {
+  check_corr_row_quads<K, 0, 0>();
+  check_corr_row_quads<K, 0, 1>();
+  check_corr_row_quads<K, 0, 2>();
+  check_corr_row_quads<K, 0, 3>();
+  check_corr_row_quads<K, 1, 2>();
+  check_corr_row_quads<K, 2, 0>();
+  check_corr_row_quads<K, 3, 2>();
+  check_corr_row_quads<K, 3, 1>();
+}
+
+TEST(WtconvStripsHost, QuadCorrelationRowMatchesThePlainLoopBitForBit) {
+  check_corr_row_quads_all_phases<3>();
+  check_corr_row_quads_all_phases<5>();
+  check_corr_row_quads_all_phases<7>();
+}
+
+TEST(WtconvStripsHost, QuadCorrelationNeedsAlignedRowsAndWholeQuads) {
+  alignas(16) float buf[64];
+  EXPECT_TRUE(quad_corr_ok(buf + 2, 36, 2, buf + 4, 76, 0, 64));
+  EXPECT_FALSE(quad_corr_ok(buf + 2, 36, 2, buf + 4, 76, 0, 62));   // n not a multiple of 4
+  EXPECT_FALSE(quad_corr_ok(buf + 1, 36, 2, buf + 4, 76, 0, 64));   // y off its phase
+  EXPECT_FALSE(quad_corr_ok(buf + 2, 36, 2, buf + 5, 76, 0, 64));   // g off its phase
+  EXPECT_FALSE(quad_corr_ok(buf + 2, 34, 2, buf + 4, 76, 0, 64));   // rows alternate phases
+  EXPECT_FALSE(quad_corr_ok(buf + 2, 36, 2, buf + 4, 78, 0, 64));
+}
+
 TEST(WtconvStripsHost, StridedRowsVisitExactlyTheRowsOfTheStride) {
   for (int rows = 1; rows <= 9; ++rows)
     for (int np = 1; np <= 4; ++np)

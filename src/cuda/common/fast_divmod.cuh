@@ -35,4 +35,32 @@ struct FastDivmod {
   }
 };
 
+// Division of a tile-local index by a tile-local divisor: n < 2^16 and 1 <= d <= 2^16. With
+// m = ceil(2^32 / d), m d = 2^32 + e (0 <= e < d), so n m / 2^32 = n / d + n e / (2^32 d), and the
+// error term stays below 1 / d (n e < 2^32): the multiply-high alone is floor(n / d). One
+// multiply-high and one multiply-add per divmod instead of FastDivmod's six instructions; the
+// WTConv kernels decompose a few such indices per thread and item. d = 1 has no 32-bit m: it stores
+// m = 0 and the quotient is n.
+struct TileDivmod {
+  static constexpr uint32_t kMax = uint32_t(1) << 16;  // bound of n (exclusive) and of d
+  uint32_t divisor = 1, multiplier = 0;
+
+  TileDivmod() = default;
+  explicit TileDivmod(uint32_t d)
+      : divisor(d), multiplier(d > 1 ? uint32_t(((uint64_t(1) << 32) + d - 1) / d) : 0) {}
+
+  __host__ __device__ __forceinline__ uint32_t div(uint32_t n) const {
+#ifdef __CUDA_ARCH__
+    const uint32_t t = __umulhi(n, multiplier);
+#else
+    const uint32_t t = uint32_t((uint64_t(n) * multiplier) >> 32);
+#endif
+    return multiplier ? t : n;
+  }
+  __host__ __device__ __forceinline__ void divmod(uint32_t n, uint32_t& q, uint32_t& r) const {
+    q = div(n);
+    r = n - q * divisor;
+  }
+};
+
 }  // namespace winconv

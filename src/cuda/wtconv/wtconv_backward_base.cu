@@ -60,6 +60,11 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K)) back
 #pragma unroll
   for (int j = 0; j < KM; ++j) tot[j] = 0.0;
   double tot_sum = 0.0;
+  // Quad-read correlations (corr_row_quads) when every row of the tile meets their alignment: the
+  // subband rows (y at column 0, g at column r) and the pixel rows (x at r, D at 2r).
+  constexpr int kR = K / 2;
+  const bool level_quads = plane % 4 == 0 && quad_corr_ok(ys, ew, 0, gs + r, ew, kR % 4, tw);
+  const bool base_quads = pplane % 4 == 0 && quad_corr_ok(xs + r, pw, kR % 4, ds + 2 * r, pw, (2 * kR) % 4, 2 * tw);
 
   int64_t begin, end, step;
   block_items<true>(a.g.items, a.g.splits, split, &begin, &end, &step);  // strided: halos from L2
@@ -70,8 +75,13 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K)) back
     if (a.vec4) {
       // Quads of 4 columns, two rows each, of x and dy: the x and D tiles and Y_1, G_1 in one pass.
       const int xa = px0 & ~3, off = px0 - xa;
-      struct Both { QuadRows x, d; };
-      stage_tile<1>(
+      struct Both { QuadRows<T> x, d; };
+      // 16-bit activations at k = 5: two raw quads in flight per thread (a raw quad holds half the
+      // registers of a float one); fp16 backward base -3.4% on big_L2. At k = 3 it measured neutral
+      // and at k = 7 1-2% slower (more spills at the register bound), so they keep one
+      // (docs/wtconv.md, perf note 27).
+      constexpr int kQuadsInFlight = sizeof(T) == 2 && K == 5 ? 2 : 1;
+      stage_tile<kQuadsInFlight>(
           np * eh * a.quads.row.divisor,
           [&](int e) {
             const Pos3 q = split3(e, a.quads.plane, a.quads.row);
@@ -208,13 +218,14 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K)) back
       float dsum = 0.f;
       if (!base_job) {
         for_strided_rows(part, parts, th, np, [&](int p, int ty) {
-          corr_row<K>(acc, ys + (p * 4 + sb) * plane + (ty + ci) * ew,
-                      gs + (p * 4 + sb) * plane + (ty + r) * ew + r, tw, k);
+          corr_row_maybe_quads<K, 0, kR % 4>(level_quads, acc, ys + (p * 4 + sb) * plane + (ty + ci) * ew,
+                                             gs + (p * 4 + sb) * plane + (ty + r) * ew + r, tw, k);
         });
       } else {
         for_strided_rows(sb + 4 * part, 4 * parts, 2 * th, np, [&](int p, int py) {
           const float* drow = ds + p * pplane + (py + 2 * r) * pw + 2 * r;
-          corr_row<K, true>(acc, xs + p * pplane + (py + r + ci) * pw + r, drow, 2 * tw, k, &dsum);
+          corr_row_maybe_quads<K, kR % 4, (2 * kR) % 4, true>(base_quads, acc, xs + p * pplane + (py + r + ci) * pw + r,
+                                                              drow, 2 * tw, k, &dsum);
         });
       }
 #pragma unroll
@@ -254,18 +265,20 @@ cudaError_t launch_backward_base(const BwdBaseArgs<T>& args, size_t smem, cudaSt
   BwdBaseArgs<T> a = args;
   {
     const int r = a.k / 2, th = a.g.th, tw = a.g.tw, eh = th + 2 * r, ew = tw + 2 * r;
+    // FastDivmod here, where the other WTConv kernels take TileDivmod: with TileDivmod this kernel's
+    // fp16 build ran 6% slower (docs/wtconv.md, perf note 25).
     a.pplane = FastDivmod(uint32_t(4 * eh * ew));  // staged pixels per plane (unpadded) and per row
     a.prow = FastDivmod(uint32_t(2 * ew));
     a.plane = FastDivmod(uint32_t(eh * ew));
     a.row = FastDivmod(uint32_t(ew));
     a.qcols = FastDivmod(uint32_t(tw));
     const int qr = strip_rows(a.k, th), pr = kStripRows;
-    a.qstrips = strip_count(th, qr);
-    a.pstrips = strip_count(2 * th, pr);
-    a.quads = quad_divisors(eh, 2 * ew, bwd_quad_lead(tw, r));
+    a.qstrips = strip_count<FastDivmod>(th, qr);
+    a.pstrips = strip_count<FastDivmod>(2 * th, pr);
+    a.quads = quad_divisors<FastDivmod>(eh, 2 * ew, bwd_quad_lead(tw, r));
     a.pair_sub = tw % 2 == 0;  // even ew and plane: 8-byte aligned G_1 rows
-    a.qcols2 = pair_count(tw);
-    a.qstrips4 = strip_count(th, kStripRows);
+    a.qcols2 = pair_count<FastDivmod>(tw);
+    a.qstrips4 = strip_count<FastDivmod>(th, kStripRows);
     a.vec4 = a.stride == 1 && a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.x) % (4 * sizeof(T)) == 0 &&
              reinterpret_cast<uintptr_t>(a.dy) % (4 * sizeof(T)) == 0;
   }

@@ -121,13 +121,15 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
     }
     // Weight-gradient correlation: thread (subband, kernel row i, part) sweeps tile rows.
     if (corr_thread) {
+      constexpr int kR = K / 2;
+      const bool quads = plane % 4 == 0 && quad_corr_ok(ys, ew, 0, gs + r, ew, kR % 4, tw);
       float acc[KM];
 #pragma unroll
       for (int j = 0; j < KM; ++j) acc[j] = 0.f;
       for_strided_rows(part, parts, th, np, [&](int p, int ty) {
         const float* yrow = ys + (p * 4 + sb) * plane + (ty + ci) * ew;
         const float* grow = gs + (p * 4 + sb) * plane + (ty + r) * ew + r;
-        corr_row<K>(acc, yrow, grow, tw, k);
+        corr_row_maybe_quads<K, 0, kR % 4>(quads, acc, yrow, grow, tw, k);
       });
 #pragma unroll
       for (int j = 0; j < KM; ++j) tot[j] += double(acc[j]);

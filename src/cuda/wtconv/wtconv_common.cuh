@@ -165,6 +165,85 @@ __host__ __device__ __forceinline__ void corr_row(float* acc, const float* y, co
   }
 }
 
+// The same correlation row read as 16-byte quads: one load of four window inputs and one of four
+// g values per four positions, instead of two 8-byte loads per two positions (half the shared
+// load instructions; the weight-gradient correlations are the largest block of the backward base
+// kernel's instructions). The rows of a tile sit at fixed phases of the 16-byte grid: y - kOy and
+// g - kOg are 16-byte aligned (kOy, kOg < 4). Both rings are indexed by position modulo their
+// length inside a fully unrolled chunk (register renaming, as in corr_row), and every acc[j]
+// takes its multiply-adds in position order, so the result equals corr_row's bit for bit.
+// The caller promises (quad_corr_ok): n % 4 == 0, the alignment above, and that the floats
+// y[-kOy .. n + corr_quad_lead(K, kOy) - kOy) and g[-kOg .. n + corr_quad_lead(1, kOg) - kOg)
+// lie in shared memory (at most 3 floats on either side of what corr_row reads).
+__host__ __device__ constexpr int corr_quad_lead(int k, int phase) { return (phase + k - 1 + 3) / 4 * 4; }
+__host__ __device__ constexpr int ring_gcd(int a, int b) { return b == 0 ? a : ring_gcd(b, a % b); }
+template <int K, int kOy, int kOg, bool kSum = false>
+__host__ __device__ __forceinline__ void corr_row_quads(float* acc, const float* y, const float* g, int n,
+                                                        float* gsum = nullptr) {
+  static_assert(K > 0 && kOy >= 0 && kOy < 4 && kOg >= 0 && kOg < 4, "compile-time k and phases");
+  constexpr int LY = corr_quad_lead(K, kOy), RY = LY + 4;  // y[t] lives in slot (t + kOy) % RY
+  constexpr int LG = corr_quad_lead(1, kOg), RG = LG + 4;  // g[t] lives in slot (t + kOg) % RG
+  constexpr int CH = RY * RG / ring_gcd(RY, RG);             // positions per chunk: a period of both
+  const float* yb = y - kOy;
+  const float* gb = g - kOg;
+  float wy[RY], wg[RG];
+  auto quad = [](float* dst, const float* src) {
+    const float4 v = *reinterpret_cast<const float4*>(src);
+    dst[0] = v.x;
+    dst[1] = v.y;
+    dst[2] = v.z;
+    dst[3] = v.w;
+  };
+#pragma unroll
+  for (int q = 0; q < LY; q += 4) quad(wy + q, yb + q);
+#pragma unroll
+  for (int q = 0; q < LG; q += 4) quad(wg + q, gb + q);
+  int x = 0;
+  // Positions x + u .. x + u + 3 (u a multiple of 4, x of CH): the quads that end the windows.
+  auto step = [&](int u) {
+    quad(wy + (u + LY) % RY, yb + x + u + LY);
+    quad(wg + (u + LG) % RG, gb + x + u + LG);
+#pragma unroll
+    for (int v = 0; v < 4; ++v) {
+      const float gv = wg[(u + v + kOg) % RG];
+      if constexpr (kSum) *gsum += gv;
+#pragma unroll
+      for (int j = 0; j < K; ++j) acc[j] = fmaf(wy[(u + v + j + kOy) % RY], gv, acc[j]);
+    }
+  };
+  for (; x + CH <= n; x += CH) {
+#pragma unroll
+    for (int u = 0; u < CH; u += 4) step(u);
+  }
+#pragma unroll
+  for (int u = 0; u < CH; u += 4) {
+    if (x + u >= n) break;
+    step(u);
+  }
+}
+
+// corr_row, taking the quad path when the caller's block-uniform `quads` holds (a per-row test
+// would split warps whose rows alternate between phases).
+template <int K, int kOy, int kOg, bool kSum = false>
+__host__ __device__ __forceinline__ void corr_row_maybe_quads(bool quads, float* acc, const float* y, const float* g,
+                                                              int n, int k, float* gsum = nullptr) {
+  if constexpr (K > 0) {
+    if (quads) {
+      corr_row_quads<K, kOy, kOg, kSum>(acc, y, g, n, gsum);
+      return;
+    }
+  }
+  corr_row<K, kSum>(acc, y, g, n, k, gsum);
+}
+
+// Whether rows of n positions at y = y0 + i * ypitch and g = g0 + i * gpitch (every row i of a
+// tile) meet corr_row_quads' alignment for phases (oy, og).
+__host__ __device__ inline bool quad_corr_ok(const float* y0, int ypitch, int oy, const float* g0, int gpitch, int og,
+                                            int n) {
+  const uintptr_t ya = reinterpret_cast<uintptr_t>(y0 - oy), ga = reinterpret_cast<uintptr_t>(g0 - og);
+  return n % 4 == 0 && ((ya | ga) & 15) == 0 && ypitch % 4 == 0 && gpitch % 4 == 0;
+}
+
 // f(p, y) for the rows first, first + step, ... of np planes of `rows` rows each (row index
 // p * rows + y), stepped without a division per row (a runtime divide is ~20 instructions).
 template <typename F>
@@ -304,7 +383,8 @@ __host__ __device__ __forceinline__ void conv_pair_strip(const float* w, const f
 struct StripJob {
   int col, row0, slot;
 };
-__device__ __forceinline__ StripJob strip_job(int e, const FastDivmod& cols, const FastDivmod& strips,
+template <typename Div>
+__device__ __forceinline__ StripJob strip_job(int e, const Div& cols, const Div& strips,
                                               int rows_per_strip) {
   StripJob j;
   uint32_t q, col, slot, strip;
@@ -321,7 +401,8 @@ __device__ __forceinline__ StripJob strip_job(int e, const FastDivmod& cols, con
 struct Pos3 {
   int p, y, x;
 };
-__device__ __forceinline__ Pos3 split3(int e, const FastDivmod& plane, const FastDivmod& row) {
+template <typename Div>
+__device__ __forceinline__ Pos3 split3(int e, const Div& plane, const Div& row) {
   uint32_t p, rem, y, x;
   plane.divmod(uint32_t(e), p, rem);
   row.divmod(rem, y, x);
@@ -352,39 +433,59 @@ __device__ __forceinline__ void stage_tile(int n, Load load, Store store) {
 
 // Four consecutive activations as floats, one 16-byte (fp32) or 8-byte (fp16/bf16) load.
 __device__ __forceinline__ float4 load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+// Four 16-bit values (their raw 8 bytes) as floats.
 template <typename H>
-__device__ __forceinline__ float4 load4(const H* p) {
-  const uint2 raw = *reinterpret_cast<const uint2*>(p);
+__device__ __forceinline__ float4 raw4_to_float4(uint2 raw) {
   H h[4];
   memcpy(h, &raw, sizeof raw);
   return make_float4(to_float(h[0]), to_float(h[1]), to_float(h[2]), to_float(h[3]));
+}
+template <typename H>
+__device__ __forceinline__ float4 load4(const H* p) {
+  return raw4_to_float4<H>(*reinterpret_cast<const uint2*>(p));
 }
 
 // Vectorised staging with the Haar analysis on the fly: a 2-row x 4-column block of an activation
 // plane (two aligned 4-element loads) is two 2x2 Haar blocks. Used when W % 4 == 0 and the base
 // pointer is 4-element aligned, so a quad at a multiple of 4 is wholly inside or outside a row.
+// A quad's two rows as loaded: fp32 as floats; 16-bit types as their raw 8 bytes per row, half the
+// registers, converted when stored (store_quad_rows), so that a thread keeps twice as many quads
+// in flight for the same registers.
+template <typename T>
 struct QuadRows {
+  uint2 r0, r1;
+};
+template <>
+struct QuadRows<float> {
   float4 r0, r1;
 };
 template <typename T>
-__device__ __forceinline__ QuadRows load_quad_rows(const T* plane, int H, int W, int y, int x, bool in_plane) {
-  QuadRows v;
-  v.r0 = make_float4(0.f, 0.f, 0.f, 0.f);
+__device__ __forceinline__ QuadRows<T> load_quad_rows(const T* plane, int H, int W, int y, int x, bool in_plane) {
+  using Row = decltype(QuadRows<T>::r0);
+  QuadRows<T> v;
+  v.r0 = Row{};  // zero bits: +0 in every type
   v.r1 = v.r0;
   if (in_plane && x >= 0 && x < W) {
     const T* src = plane + int64_t(y) * W + x;
-    if (y >= 0 && y < H) v.r0 = load4(src);
-    if (y + 1 >= 0 && y + 1 < H) v.r1 = load4(src + W);
+    if (y >= 0 && y < H) v.r0 = *reinterpret_cast<const Row*>(src);
+    if (y + 1 >= 0 && y + 1 < H) v.r1 = *reinterpret_cast<const Row*>(src + W);
   }
   return v;
+}
+template <typename T, typename Row>
+__device__ __forceinline__ float4 quad_row_floats(Row row) {
+  if constexpr (std::is_same<T, float>::value) return row;
+  else return raw4_to_float4<T>(row);
 }
 // Stores the block at tile columns col0..col0+3 (col0 even; columns outside [0, ncols) dropped) of
 // tile rows row, row + 1 (pitch `pitch`), and its two Haar blocks at subband row row / 2,
 // columns col0 / 2 + {0, 1}, into the four subband planes of `sub` (plane stride `sub_plane`,
 // pitch `sub_pitch` = ncols / 2).
-__device__ __forceinline__ void store_quad_rows(const QuadRows& v, float* tile, int pitch, int row, int col0,
+template <typename T>
+__device__ __forceinline__ void store_quad_rows(const QuadRows<T>& q, float* tile, int pitch, int row, int col0,
                                                 int ncols, float* sub, int sub_plane, int sub_pitch) {
-  const float a[4] = {v.r0.x, v.r0.y, v.r0.z, v.r0.w}, b[4] = {v.r1.x, v.r1.y, v.r1.z, v.r1.w};
+  const float4 r0 = quad_row_floats<T>(q.r0), r1 = quad_row_floats<T>(q.r1);
+  const float a[4] = {r0.x, r0.y, r0.z, r0.w}, b[4] = {r1.x, r1.y, r1.z, r1.w};
   // A warp's quads sit 4 floats apart: scalar stores meet 4-way bank conflicts (2-way in the
   // subbands), so whole aligned quads go out as one 16-byte store per row and one 8-byte store
   // per subband.
@@ -394,8 +495,8 @@ __device__ __forceinline__ void store_quad_rows(const QuadRows& v, float* tile, 
   // the base kernels 2-4% (docs/wtconv.md, note 18).
   float* t0 = tile + row * pitch + col0;
   if (inside && ((reinterpret_cast<uintptr_t>(t0) | (uintptr_t(pitch) * sizeof(float))) & 15) == 0) {
-    *reinterpret_cast<float4*>(t0) = v.r0;
-    *reinterpret_cast<float4*>(t0 + pitch) = v.r1;
+    *reinterpret_cast<float4*>(t0) = r0;
+    *reinterpret_cast<float4*>(t0 + pitch) = r1;
   } else {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
@@ -462,13 +563,14 @@ __device__ __forceinline__ ItemPos decode_item(const TileGeom& g, int64_t item) 
 // Index divisors of a level kernel's tile (set on the host by level_divisors): halo plane
 // (eh*ew) and row (ew), coefficient tile (th*tw) and row (tw), strips per subband column.
 struct LevelDivisors {
-  FastDivmod plane, row, cell, col, strips;
+  TileDivmod plane, row, cell, col, strips;
 };
 
 // Index divisors of a base kernel's quad staging (set on the host by quad_divisors): jobs per
 // plane (tile rows x quads per row) and quads per row.
+template <typename Div>
 struct QuadDivisors {
-  FastDivmod plane, row;
+  Div plane, row;
 };
 
 // Staging element e of a level kernel (np planes of eh x ew level-l coefficients, the tile origin
@@ -550,7 +652,7 @@ __device__ __forceinline__ float4 load_block_ll(const T* act, const LevelBlock& 
 // before staging so that its latency overlaps the staging and the convs instead of stalling the
 // synthesis.
 __device__ __forceinline__ float first_residual(const float* grid, const ItemPos& pos, int cells,
-                                                const FastDivmod& cell, const FastDivmod& col, int B, int C,
+                                                const TileDivmod& cell, const TileDivmod& col, int B, int C,
                                                 int c, int hq, int wq) {
   if (grid == nullptr || int(threadIdx.x) >= cells) return 0.f;
   const Pos3 q = split3(threadIdx.x, cell, col);
@@ -567,8 +669,8 @@ __device__ __forceinline__ float first_residual(const float* grid, const ItemPos
 // residual grid (h1 x w1, plane p at res0 + p * res_pstride, origin (oy, ox)) is read before the
 // convolution so its latency hides behind the arithmetic; a warp's jobs share one subband
 // whenever cols * strips >= 32, so the LL-only branch does not diverge.
-template <int K, int R, int NC, typename Tres>
-__device__ __forceinline__ void subband_conv_phase(int jobs, const FastDivmod& cols, const FastDivmod& strips,
+template <int K, int R, int NC, typename Tres, typename Div>
+__device__ __forceinline__ void subband_conv_phase(int jobs, const Div& cols, const Div& strips,
                                                    int out_rows, int out_cols, const float* w, const float* src,
                                                    int src_plane, int src_pitch, int src_rows, float* dst,
                                                    const Tres* res0, int64_t res_pstride, int nb, int oy, int ox,

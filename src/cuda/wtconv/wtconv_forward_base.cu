@@ -49,7 +49,7 @@ __global__ void __launch_bounds__(kBlockThreads, K == 7 ? 2 : 4) forward_base_ke
     if (a.vec4) {
       // Quads of 4 columns at multiples of 4 (xa), two rows each: the x tile and Y_1 in one pass.
       const int xa = x0x & ~3, off = x0x - xa;
-      stage_tile<1>(
+      stage_tile<1>(  // two 16-bit quads in flight: fp16 forward base 5% slower (docs/wtconv.md, perf note 27)
           np * qh * a.quads.row.divisor,
           [&](int e) {
             const Pos3 q = split3(e, a.quads.plane, a.quads.row);
@@ -57,7 +57,7 @@ __global__ void __launch_bounds__(kBlockThreads, K == 7 ? 2 : 4) forward_base_ke
             const int64_t pl = int64_t(b < a.B ? b : a.B - 1) * a.C + c;
             return load_quad_rows(a.x + pl * a.H * a.W, a.H, a.W, x0y + 2 * q.y, xa + 4 * q.x, b < a.B);
           },
-          [&](int e, const QuadRows& v) {
+          [&](int e, const QuadRows<T>& v) {
             const Pos3 q = split3(e, a.quads.plane, a.quads.row);
             store_quad_rows(v, xs + q.p * xh * xw, xw, 2 * q.y, 4 * q.x - off, xw, ys + q.p * 4 * qh * qw, qh * qw, qw);
           });
@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(kBlockThreads, K == 7 ? 2 : 4) forward_base_ke
     if (K > 0 && s == 1) {
       // Base conv, register-blocked (stride 1: outputs of a strip share input rows), + synthesis.
       // NC = 2: two adjacent output columns per job (tw even), which also share their Z loads.
-      auto base_conv = [&](auto rows_tag, auto cols_tag, const FastDivmod& cols, const FastDivmod& strips) {
+      auto base_conv = [&](auto rows_tag, auto cols_tag, const TileDivmod& cols, const TileDivmod& strips) {
         constexpr int R = decltype(rows_tag)::value, NC = decltype(cols_tag)::value, KS = K ? K : 1;
         const int jobs = np * int(strips.divisor) * int(cols.divisor);
         for (int e = threadIdx.x; e < jobs; e += blockDim.x) {
@@ -201,14 +201,14 @@ cudaError_t launch_forward_base(const FwdBaseArgs<T>& args, size_t smem, cudaStr
     const int r = a.k / 2, s = a.stride, th = a.g.th, tw = a.g.tw;
     const int qih = fwd_base_coef_extent(s, th), qiw = fwd_base_coef_extent(s, tw);
     const int qh = qih + 2 * r, qw = qiw + 2 * r;
-    a.xplane = FastDivmod(uint32_t(4 * qh * qw));
-    a.xrow = FastDivmod(uint32_t(2 * qw));
-    a.qplane = FastDivmod(uint32_t(qh * qw));
-    a.qrow = FastDivmod(uint32_t(qw));
-    a.qcols = FastDivmod(uint32_t(qiw));
+    a.xplane = TileDivmod(uint32_t(4 * qh * qw));
+    a.xrow = TileDivmod(uint32_t(2 * qw));
+    a.qplane = TileDivmod(uint32_t(qh * qw));
+    a.qrow = TileDivmod(uint32_t(qw));
+    a.qcols = TileDivmod(uint32_t(qiw));
     const int qr = strip_rows(a.k, qih), orows = strip_rows(a.k, th);
     a.qstrips = strip_count(qih, qr);
-    a.ocols = FastDivmod(uint32_t(tw));
+    a.ocols = TileDivmod(uint32_t(tw));
     a.ostrips = strip_count(th, orows);
     a.quads = quad_divisors(qh, 2 * qw, fwd_quad_lead(tw, r, s));
     a.vec4 = a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.x) % (4 * sizeof(T)) == 0;

@@ -11,6 +11,10 @@
 namespace winconv {
 namespace wtconv_detail {
 
+// Every tile-local index the kernels decompose with TileDivmod (staged elements, strip jobs, tile
+// cells) is below the shared-memory floats of a block or the outputs of a tile, both under 2^16.
+static_assert(kSmemBudget / sizeof(float) < TileDivmod::kMax, "tile-local indices exceed TileDivmod's range");
+
 // Raw LL chain: from a plane of `in` (level a, size hin x win; for the first level of the dy
 // cascade `in` is dy on the strided output grid, read as the zero-filled full-resolution D)
 // write level a+1 to `first` (as Tfirst) and levels a+2..a+levels to deeper[0..levels-2] (float).
@@ -51,11 +55,11 @@ struct FwdBaseArgs {
   TileGeom g;
   // Index divisors, set by the launcher: x tile plane and row, level-1 halo plane and row,
   // level-1 strip jobs (columns, strips), base strip jobs (columns, strips).
-  FastDivmod xplane, xrow, qplane, qrow, qcols, qstrips, ocols, ostrips;
+  TileDivmod xplane, xrow, qplane, qrow, qcols, qstrips, ocols, ostrips;
   bool vec4;                 // quad staging (W % 4 == 0, x 4-element aligned)
-  QuadDivisors quads;       // quad jobs over the qh rows of the x tile
+  QuadDivisors<TileDivmod> quads;  // quad jobs over the qh rows of the x tile
   bool pair_base, pair_sub;  // two columns per strip job in the base / level-1 subband convs
-  FastDivmod ocols2, ostrips4, qcols2, qstrips4;  // their column pairs and 4-row strips
+  TileDivmod ocols2, ostrips4, qcols2, qstrips4;  // their column pairs and 4-row strips
 };
 template <typename T>
 cudaError_t launch_forward_base(const FwdBaseArgs<T>& a, size_t smem, cudaStream_t stream);
@@ -100,7 +104,7 @@ struct BwdBaseArgs {
   // pixel tile being 2 tw wide), pixel strips (of kStripRows rows).
   FastDivmod pplane, prow, plane, row, qcols, qstrips, pstrips;
   bool vec4;                 // quad staging (stride 1, W % 4 == 0, x and dy 4-element aligned)
-  QuadDivisors quads;       // quad jobs over the eh rows of the pixel tile
+  QuadDivisors<FastDivmod> quads;  // quad jobs over the eh rows of the pixel tile
   bool pair_sub;             // two columns per level-1 subband strip job (tw even)
   FastDivmod qcols2, qstrips4;  // column pairs of the subband convs; 4-row strips
 };
@@ -155,20 +159,23 @@ inline TileGeom geom_of(const WtconvTile& t) {
 }
 
 // Divisor of the number of strips of `rows` rows that cover n rows.
-inline FastDivmod strip_count(int n, int rows) { return FastDivmod(uint32_t((n + rows - 1) / rows)); }
+template <typename Div = TileDivmod>
+inline Div strip_count(int n, int rows) { return Div(uint32_t((n + rows - 1) / rows)); }
 
 // Divisor of the number of column pairs in n columns (at least 1, so that it can divide).
-inline FastDivmod pair_count(int n) { return FastDivmod(uint32_t(n / 2 > 0 ? n / 2 : 1)); }
+template <typename Div = TileDivmod>
+inline Div pair_count(int n) { return Div(uint32_t(n / 2 > 0 ? n / 2 : 1)); }
 
 // Divisors of the quad staging jobs of a base kernel: `rows` row pairs of the tile, each row
 // `cols` elements wide after a lead-in of `lead` elements (plan.h, fwd/bwd_quad_lead: exact when
 // the same for every item, so that no quad lies wholly outside the tile and sends its warp through
 // the scalar store path; else 2, the largest).
-inline QuadDivisors quad_divisors(int rows, int cols, int lead) {
+template <typename Div = TileDivmod>
+inline QuadDivisors<Div> quad_divisors(int rows, int cols, int lead) {
   const int per_row = quads_per_row(cols, lead);
-  QuadDivisors q;
-  q.plane = FastDivmod(uint32_t(rows * per_row));
-  q.row = FastDivmod(uint32_t(per_row));
+  QuadDivisors<Div> q;
+  q.plane = Div(uint32_t(rows * per_row));
+  q.row = Div(uint32_t(per_row));
   return q;
 }
 
@@ -177,10 +184,10 @@ inline QuadDivisors quad_divisors(int rows, int cols, int lead) {
 inline LevelDivisors level_divisors(const TileGeom& g, int k) {
   const int r = k / 2, eh = g.th + 2 * r, ew = g.tw + 2 * r;
   LevelDivisors d;
-  d.plane = FastDivmod(uint32_t(eh * ew));
-  d.row = FastDivmod(uint32_t(ew));
-  d.cell = FastDivmod(uint32_t(g.th * g.tw));
-  d.col = FastDivmod(uint32_t(g.tw));
+  d.plane = TileDivmod(uint32_t(eh * ew));
+  d.row = TileDivmod(uint32_t(ew));
+  d.cell = TileDivmod(uint32_t(g.th * g.tw));
+  d.col = TileDivmod(uint32_t(g.tw));
   d.strips = strip_count(g.th, kStripRows);
   return d;
 }
