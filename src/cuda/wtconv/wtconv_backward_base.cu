@@ -61,7 +61,9 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K)) back
   for (int j = 0; j < KM; ++j) tot[j] = 0.0;
   double tot_sum = 0.0;
   // Quad-read correlations (corr_row_quads) when every row of the tile meets their alignment: the
-  // subband rows (y at column 0, g at column r) and the pixel rows (x at r, D at 2r).
+  // subband rows (y at column 0, g at column r) and the pixel rows (x at r, D at 2r). Their reads
+  // past a row (at most 3 floats) land in the next row or the next array (xs, ds, ys, gs are
+  // followed by ds, ys, gs, dz), and those before it (kOy <= r, kOg <= 2r) in the same row.
   constexpr int kR = K / 2;
   const bool level_quads = plane % 4 == 0 && quad_corr_ok(ys, ew, 0, gs + r, ew, kR % 4, tw);
   const bool base_quads = pplane % 4 == 0 && quad_corr_ok(xs + r, pw, kR % 4, ds + 2 * r, pw, (2 * kR) % 4, 2 * tw);

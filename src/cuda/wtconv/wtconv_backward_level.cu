@@ -121,6 +121,8 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
     }
     // Weight-gradient correlation: thread (subband, kernel row i, part) sweeps tile rows.
     if (corr_thread) {
+      // Quad-read correlations when every subband row meets their alignment (see the backward base:
+      // the reads past a row stay in ys, gs or dz).
       constexpr int kR = K / 2;
       const bool quads = plane % 4 == 0 && quad_corr_ok(ys, ew, 0, gs + r, ew, kR % 4, tw);
       float acc[KM];
