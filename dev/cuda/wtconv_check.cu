@@ -317,6 +317,11 @@ static int run_checks() {
   cases.push_back({2, 2, 29, 48, 7, 2, 1, Precision::kFP32, true});
   cases.push_back({2, 3, 21, 27, 9, 2, 1, Precision::kFP16, true});
   cases.push_back({2, 2, 28, 32, 5, 2, 2, Precision::kFP32, true});
+  // 16-bit L = 2 with W % 8 == 0 and even r: the level-2 kernels stage block pairs (pair_staging),
+  // with an odd height (a pair's last pixel rows outside the plane), r = 4 and r = 0.
+  cases.push_back({2, 3, 37, 48, 5, 2, 1, Precision::kBF16, true});
+  cases.push_back({2, 2, 30, 64, 9, 2, 1, Precision::kFP16, false});
+  cases.push_back({3, 2, 9, 8, 1, 2, 1, Precision::kBF16, true});
   cases.push_back({1, 2, 3, 4, 5, 2, 1, Precision::kFP32, true});
   int fails = 0;
   for (size_t i = 0; i < cases.size(); ++i) fails += check_case(cases[i], 1000 + uint32_t(i)) ? 0 : 1;

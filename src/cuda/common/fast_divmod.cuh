@@ -8,6 +8,15 @@
 
 namespace winconv {
 
+// High 32 bits of the 64-bit product n * m: one instruction on the device, the same value on the host.
+__host__ __device__ __forceinline__ uint32_t mulhi32(uint32_t n, uint32_t m) {
+#ifdef __CUDA_ARCH__
+  return __umulhi(n, m);
+#else
+  return uint32_t((uint64_t(n) * m) >> 32);
+#endif
+}
+
 struct FastDivmod {
   uint32_t divisor = 1, multiplier = 1, shift1 = 0, shift2 = 0;
 
@@ -22,11 +31,7 @@ struct FastDivmod {
   }
 
   __host__ __device__ __forceinline__ uint32_t div(uint32_t n) const {
-#ifdef __CUDA_ARCH__
-    const uint32_t t = __umulhi(n, multiplier);
-#else
-    const uint32_t t = uint32_t((uint64_t(n) * multiplier) >> 32);  // the same high half, on the host
-#endif
+    const uint32_t t = mulhi32(n, multiplier);
     return (t + ((n - t) >> shift1)) >> shift2;
   }
   __host__ __device__ __forceinline__ void divmod(uint32_t n, uint32_t& q, uint32_t& r) const {
@@ -50,11 +55,7 @@ struct TileDivmod {
       : divisor(d), multiplier(d > 1 ? uint32_t(((uint64_t(1) << 32) + d - 1) / d) : 0) {}
 
   __host__ __device__ __forceinline__ uint32_t div(uint32_t n) const {
-#ifdef __CUDA_ARCH__
-    const uint32_t t = __umulhi(n, multiplier);
-#else
-    const uint32_t t = uint32_t((uint64_t(n) * multiplier) >> 32);
-#endif
+    const uint32_t t = mulhi32(n, multiplier);
     return multiplier ? t : n;
   }
   __host__ __device__ __forceinline__ void divmod(uint32_t n, uint32_t& q, uint32_t& r) const {

@@ -51,7 +51,38 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
     const float res_first = first_residual(a.dxin, pos, np * th * tw, a.d.cell, a.d.col, a.B, a.C, c, a.hq, a.wq);
     __syncthreads();
     struct Blocks { float4 x, g; };  // the 2x2 blocks of X_{l-1} and G_{l-1}[LL]
-    stage_tile<2>(
+    bool staged = false;
+    if constexpr (kDirect && sizeof(Tc) == 2) {
+      // Pairs of blocks of x and dy with 16-byte loads (load_block_pair_ll; docs/wtconv.md, perf
+      // note 28), one pair in flight per thread: the bytes of the two 8-byte loads it replaces, at
+      // half the load instructions. Two in flight would hold 64 registers of raw rows.
+      if (a.pairs) {
+        struct Pairs { BlockPair x, g; };
+        stage_tile<1>(
+            np * eh * int(a.d.row2.divisor),
+            [&](int e) {
+              const PairPos v = level_pair(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, a.H, a.W);
+              return Pairs{load_block_pair_ll<Tc>(a.xin, v.off, v.qy, v.qx, v.in, a.H, a.W),
+                           load_block_pair_ll<Tc>(a.gin, v.off, v.qy, v.qx, v.in, a.H, a.W)};
+            },
+            [&](int e, const Pairs& v) {
+              const Pos3 q = split3(e, a.d.plane2, a.d.row2);
+              float z0[4], z1[4], g0[4], g1[4];
+              haar4(v.x.a.x, v.x.a.y, v.x.a.z, v.x.a.w, z0);
+              haar4(v.x.b.x, v.x.b.y, v.x.b.z, v.x.b.w, z1);
+              haar4(v.g.a.x, v.g.a.y, v.g.a.z, v.g.a.w, g0);
+              haar4(v.g.b.x, v.g.b.y, v.g.b.z, v.g.b.w, g1);
+              const int at = q.p * 4 * plane + q.y * ew + 2 * q.x;  // 8-byte aligned: ew, plane even
+#pragma unroll
+              for (int t = 0; t < 4; ++t) {
+                *reinterpret_cast<float2*>(ys + at + t * plane) = make_float2(z0[t], z1[t]);
+                *reinterpret_cast<float2*>(gs + at + t * plane) = make_float2(g0[t], g1[t]);
+              }
+            });
+        staged = true;
+      }
+    }
+    if (!staged) stage_tile<2>(
         np * plane,
         [&](int e) {
           if constexpr (kDirect) {
@@ -159,6 +190,7 @@ cudaError_t launch_backward_level(const BwdLevelArgs<Tc>& args, size_t smem, cud
   a.d = level_divisors(a.g, a.k);
   a.vec4 = a.direct && a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.xin) % (4 * sizeof(Tc)) == 0 &&
            reinterpret_cast<uintptr_t>(a.gin) % (4 * sizeof(Tc)) == 0;
+  a.pairs = a.direct && pair_staging(a.xin, a.W, a.k, a.g.tw) && pair_staging(a.gin, a.W, a.k, a.g.tw);
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
   return dispatch_kernel_size(a.k, [&](auto kc) {
     constexpr int K = decltype(kc)::value;

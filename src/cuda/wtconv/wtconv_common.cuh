@@ -31,6 +31,16 @@ __device__ __forceinline__ void haar4(float a, float b, float c, float d, float 
   out[3] = 0.5f * (d0 - d1);  // HH
 }
 
+// The raw LL value of the 2x2 block [a b; c d], as haar_cascade_kernel stores it. The level-2
+// kernels that read the activations form X_1 with this same function, so their X_1 equals the
+// stored chain bit for bit.
+__device__ __forceinline__ float haar_ll(float a, float b, float c, float d) { return 0.5f * ((a + b) + (c + d)); }
+// The same, rounded through the chain's type Tchain, as the cascade stores it.
+template <typename Tchain>
+__device__ __forceinline__ float chain_ll(float a, float b, float c, float d) {
+  return to_float(from_float<Tchain>(haar_ll(a, b, c, d)));
+}
+
 // Child (dy, dx) of the synthesis of [ll s1 s2 hh] without the 1/2 factor.
 __device__ __forceinline__ float synth_child(const float z[4], int dy, int dx) {
   const float sy = dy ? -1.f : 1.f, sx = dx ? -1.f : 1.f;
@@ -564,6 +574,7 @@ __device__ __forceinline__ ItemPos decode_item(const TileGeom& g, int64_t item) 
 // (eh*ew) and row (ew), coefficient tile (th*tw) and row (tw), strips per subband column.
 struct LevelDivisors {
   TileDivmod plane, row, cell, col, strips;
+  TileDivmod plane2, row2;  // block pairs: eh * (ew / 2) and ew / 2 (even ew; else unused)
 };
 
 // Index divisors of a base kernel's quad staging (set on the host by quad_divisors): jobs per
@@ -591,6 +602,25 @@ __device__ __forceinline__ LevelBlock level_block(int e, const ItemPos& pos, int
   blk.y = 2 * qy;
   blk.x = 2 * qx;
   return blk;
+}
+// Staging element e of the block-pair staging (load_block_pair_ll; np planes of eh x ew / 2
+// pairs): the left block's level-2 position (qy, qx even) and x's plane offset (H x W planes);
+// in = false when the pair is outside the level-2 grid (hq, wq even there: both or neither).
+struct PairPos {
+  int64_t off;
+  int qy, qx;
+  bool in;
+};
+__device__ __forceinline__ PairPos level_pair(int e, const ItemPos& pos, int r, const LevelDivisors& d, int B, int C,
+                                              int c, int hq, int wq, int H, int W) {
+  const Pos3 q = split3(e, d.plane2, d.row2);
+  const int b = pos.b0 + q.p;
+  PairPos v;
+  v.qy = pos.y0 - r + q.y;
+  v.qx = pos.x0 - r + 2 * q.x;
+  v.in = b < B && v.qy >= 0 && v.qx >= 0 && v.qy < hq && v.qx < wq;
+  v.off = (int64_t(b) * C + c) * H * W;
+  return v;
 }
 // The block as floats (x, y: top row; z, w: bottom row); elements past the last row or column of
 // an odd-sized grid read as 0.
@@ -635,14 +665,48 @@ __device__ __forceinline__ float4 load_block_ll(const T* act, const LevelBlock& 
     }
     p[i][0] = q.x; p[i][1] = q.y; p[i][2] = q.z; p[i][3] = q.w;
   }
-  // haar_cascade_kernel: 0.5f * ((s[0] + s[1]) + (s[side] + s[side + 1])), stored as Tchain.
-  auto ll = [](float a, float b, float c, float d) {
-    return to_float(from_float<Tchain>(0.5f * ((a + b) + (c + d))));
-  };
+  const auto ll = chain_ll<Tchain>;
   v.x = ll(p[0][0], p[0][1], p[1][0], p[1][1]);
   v.y = ll(p[0][2], p[0][3], p[1][2], p[1][3]);
   v.z = ll(p[2][0], p[2][1], p[3][0], p[3][1]);
   v.w = ll(p[2][2], p[2][3], p[3][2], p[3][3]);
+  return v;
+}
+
+// Two horizontally adjacent blocks of X_1 = LL(x) (level-2 coefficients (qy, qx) and (qy, qx + 1)
+// of the plane at `off`, qx even), from 16-bit activations with one 16-byte load per pixel row:
+// the bytes per load of fp32's 4-pixel loads, at half the load instructions, so twice the bytes
+// in flight per staging load (docs/wtconv.md, perf note 28). The caller guarantees W % 8 == 0 and
+// a 16-byte aligned plane, so the 8 pixels of a row are all inside the row or all outside
+// (in: both blocks inside the level-2 grid). Each value has load_block_ll's formula and rounding.
+struct BlockPair {
+  float4 a, b;
+};
+template <typename Tchain, typename T>
+__device__ __forceinline__ BlockPair load_block_pair_ll(const T* act, int64_t off, int qy, int qx, bool in, int H,
+                                                       int W) {
+  static_assert(sizeof(T) == 2, "16-bit activations");
+  BlockPair v;
+  v.a = make_float4(0.f, 0.f, 0.f, 0.f);
+  v.b = v.a;
+  const int y = 4 * qy, x = 4 * qx;
+  if (!in || y >= H || x >= W) return v;
+  float p[4][8];
+  const T* src = act + off + int64_t(y) * W + x;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    uint4 raw = make_uint4(0u, 0u, 0u, 0u);  // zero bits: +0
+    if (y + i < H) raw = *reinterpret_cast<const uint4*>(src + int64_t(i) * W);
+    T h[8];
+    memcpy(h, &raw, sizeof raw);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) p[i][j] = to_float(h[j]);
+  }
+  const auto ll = chain_ll<Tchain>;
+  v.a = make_float4(ll(p[0][0], p[0][1], p[1][0], p[1][1]), ll(p[0][2], p[0][3], p[1][2], p[1][3]),
+                    ll(p[2][0], p[2][1], p[3][0], p[3][1]), ll(p[2][2], p[2][3], p[3][2], p[3][3]));
+  v.b = make_float4(ll(p[0][4], p[0][5], p[1][4], p[1][5]), ll(p[0][6], p[0][7], p[1][6], p[1][7]),
+                    ll(p[2][4], p[2][5], p[3][4], p[3][5]), ll(p[2][6], p[2][7], p[3][6], p[3][7]));
   return v;
 }
 

@@ -60,7 +60,7 @@ template <typename Tc>
 Status backward_level(const WtconvPlan& plan, int l, const WtconvParams& prm, const Tc* x, const Tc* dy, void* ws,
                       cudaStream_t stream) {
   BwdLevelArgs<Tc> a;
-  a.direct = l == 2 && plan.bwd_level2_direct;
+  a.direct = plan.level_reads_activations(l, true);
   a.xin = a.direct ? x : ws_at<Tc>(ws, plan.bwd_x[l - 1]);
   a.gin = a.direct ? dy : ws_at<Tc>(ws, plan.bwd_g[l - 1]);
   a.H = int(plan.H); a.W = int(plan.W);
@@ -82,7 +82,7 @@ template <typename Tin>
 Status forward_level(const WtconvPlan& plan, int l, const WtconvParams& prm, const Tin* xin, void* ws,
                      cudaStream_t stream) {
   FwdLevelArgs<Tin> a;
-  a.direct = l == 2 && plan.fwd_level2_direct;
+  a.direct = plan.level_reads_activations(l, false);
   a.xin = xin;
   a.H = int(plan.H); a.W = int(plan.W);
   a.rin = l == plan.L ? nullptr : ws_at(ws, plan.fwd_r[l]);
@@ -105,7 +105,7 @@ Status forward_typed(const WtconvPlan& plan, const T* x, const WtconvParams& prm
     if (!st.ok()) return st;
   }
   for (int l = plan.L; l >= 2; --l) {
-    const Status st = l == 2 && plan.fwd_level2_direct
+    const Status st = plan.level_reads_activations(l, false)
                           ? forward_level<T>(plan, l, prm, x, ws, stream)
                           : forward_level<float>(plan, l, prm, ws_at(ws, plan.fwd_x[l - 1]), ws, stream);
     if (!st.ok()) return st;

@@ -11,7 +11,7 @@ namespace winconv {
 namespace wtconv_detail {
 
 template <typename Tin, bool kDirect, int K>
-__global__ void __launch_bounds__(kBlockThreads) forward_level_kernel(FwdLevelArgs<Tin> a) {
+__device__ __forceinline__ void forward_level_body(const FwdLevelArgs<Tin>& a) {
   extern __shared__ float smem[];
   const int k = K ? K : a.k, r = k / 2, kk = k * k;
   const int c = blockIdx.x / a.g.splits, split = blockIdx.x % a.g.splits;
@@ -31,7 +31,28 @@ __global__ void __launch_bounds__(kBlockThreads) forward_level_kernel(FwdLevelAr
     // R_l of this thread's first synthesis coefficient, loaded before the staging.
     const float res_first = first_residual(a.rin, pos, np * th * tw, a.d.cell, a.d.col, a.B, a.C, c, a.hq, a.wq);
     __syncthreads();
-    stage_tile<2>(
+    bool staged = false;
+    if constexpr (kDirect && sizeof(Tin) == 2) {
+      if (a.pairs) {
+        stage_tile<2>(
+            np * eh * int(a.d.row2.divisor),
+            [&](int e) {
+              const PairPos v = level_pair(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, a.H, a.W);
+              return load_block_pair_ll<float>(a.xin, v.off, v.qy, v.qx, v.in, a.H, a.W);
+            },
+            [&](int e, const BlockPair& v) {
+              const Pos3 q = split3(e, a.d.plane2, a.d.row2);
+              float z0[4], z1[4];
+              haar4(v.a.x, v.a.y, v.a.z, v.a.w, z0);
+              haar4(v.b.x, v.b.y, v.b.z, v.b.w, z1);
+              float* dst = ys + q.p * 4 * plane + q.y * ew + 2 * q.x;  // 8-byte aligned: ew, plane even
+#pragma unroll
+              for (int s = 0; s < 4; ++s) *reinterpret_cast<float2*>(dst + s * plane) = make_float2(z0[s], z1[s]);
+            });
+        staged = true;
+      }
+    }
+    if (!staged) stage_tile<2>(
         np * plane,
         [&](int e) {
           if constexpr (kDirect) {
@@ -98,18 +119,32 @@ __global__ void __launch_bounds__(kBlockThreads) forward_level_kernel(FwdLevelAr
   }
 }
 
+template <typename Tin, bool kDirect, int K>
+__global__ void __launch_bounds__(kBlockThreads) forward_level_kernel(FwdLevelArgs<Tin> a) {
+  forward_level_body<Tin, kDirect, K>(a);
+}
+// 16-bit activations: held to 4 blocks per SM (64 registers; k = 5 spills 20 bytes), which the
+// pair staging's 16-byte loads in flight would otherwise exceed; a bound of 3 blocks measured
+// 1.6% slower on the big_L2 forward (docs/wtconv.md, perf note 28).
+template <typename Tin, int K>
+__global__ void __launch_bounds__(kBlockThreads, 4) forward_level_kernel16(FwdLevelArgs<Tin> a) {
+  forward_level_body<Tin, true, K>(a);
+}
+
 // A stored chain is float; an activation input (fp16/bf16 only ever direct) takes the direct kernel.
 template <typename Tin>
 cudaError_t launch_forward_level(const FwdLevelArgs<Tin>& args, size_t smem, cudaStream_t stream) {
   FwdLevelArgs<Tin> a = args;
   a.d = level_divisors(a.g, a.k);
   a.vec4 = a.direct && a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.xin) % (4 * sizeof(Tin)) == 0;
+  a.pairs = a.direct && pair_staging(a.xin, a.W, a.k, a.g.tw);
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
   return dispatch_kernel_size(a.k, [&](auto kc) {
     constexpr int K = decltype(kc)::value;
     if constexpr (std::is_same<Tin, float>::value)
       if (!a.direct) return launch_with_smem(forward_level_kernel<float, false, K>, blocks, smem, stream, a);
-    return launch_with_smem(forward_level_kernel<Tin, true, K>, blocks, smem, stream, a);
+    if constexpr (sizeof(Tin) == 2) return launch_with_smem(forward_level_kernel16<Tin, K>, blocks, smem, stream, a);
+    else return launch_with_smem(forward_level_kernel<Tin, true, K>, blocks, smem, stream, a);
   });
 }
 

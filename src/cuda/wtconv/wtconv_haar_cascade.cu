@@ -81,7 +81,7 @@ __global__ void __launch_bounds__(kBlockThreads) haar_cascade_kernel(const Tin* 
     for (int e = threadIdx.x; e < (g.np << (2 * ln)); e += blockDim.x) {
       const int p = e >> (2 * ln), yy = (e >> ln) & (ns - 1), xx = e & (ns - 1);
       const float* s = buf0 + (p << (2 * ls)) + (2 * yy) * side + 2 * xx;
-      const float ll = 0.5f * ((s[0] + s[1]) + (s[side] + s[side + 1]));
+      const float ll = haar_ll(s[0], s[1], s[side], s[side + 1]);
       buf1[e] = ll;
       const int64_t plane = plane0 + p;
       const int y = oy + yy, x = ox + xx;

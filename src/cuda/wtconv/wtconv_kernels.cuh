@@ -41,6 +41,7 @@ struct FwdLevelArgs {
   bool direct = false;
   int H = 0, W = 0;
   bool vec4 = false;  // direct: W % 4 == 0 and x 4-element aligned (set by the launcher)
+  bool pairs = false;  // direct, 16-bit: stage block pairs with 16-byte loads (launcher: pair_staging)
 };
 template <typename Tin>
 cudaError_t launch_forward_level(const FwdLevelArgs<Tin>& a, size_t smem, cudaStream_t stream);
@@ -84,6 +85,7 @@ struct BwdLevelArgs {
   bool direct = false;
   int H = 0, W = 0;
   bool vec4 = false;  // direct: W % 4 == 0 and x, dy 4-element aligned (set by the launcher)
+  bool pairs = false;  // direct, 16-bit: stage block pairs with 16-byte loads (launcher: pair_staging)
 };
 template <typename Tc>
 cudaError_t launch_backward_level(const BwdLevelArgs<Tc>& a, size_t smem, cudaStream_t stream);
@@ -189,7 +191,19 @@ inline LevelDivisors level_divisors(const TileGeom& g, int k) {
   d.cell = TileDivmod(uint32_t(g.th * g.tw));
   d.col = TileDivmod(uint32_t(g.tw));
   d.strips = strip_count(g.th, kStripRows);
+  d.plane2 = TileDivmod(uint32_t(eh * (ew / 2 > 0 ? ew / 2 : 1)));
+  d.row2 = TileDivmod(uint32_t(ew / 2 > 0 ? ew / 2 : 1));
   return d;
+}
+
+// Whether a direct level-2 kernel over 16-bit activations stages pairs of blocks with 16-byte
+// loads (load_block_pair_ll): W % 8 == 0 and a 16-byte aligned base, so every pixel row of 8 lies
+// inside or outside the plane; an even halo r and an even tile width, so the left block of every
+// pair has an even level-2 column (8-pixel aligned) and the tile's halo rows pair up exactly.
+template <typename T>
+inline bool pair_staging(const T* act, int W, int k, int tw) {
+  return sizeof(T) == 2 && W % 8 == 0 && reinterpret_cast<uintptr_t>(act) % 16 == 0 && (k / 2) % 2 == 0 &&
+         tw % 2 == 0;
 }
 
 }  // namespace wtconv_detail

@@ -51,6 +51,10 @@ struct WtconvPlan {
   // on chip instead of reading a stored chain; no cascade runs and X_1 (G_1) has no workspace
   // (level2_reads_activations).
   bool fwd_level2_direct = false, bwd_level2_direct = false;
+  // Whether the forward (backward) kernel of level l >= 2 reads the activations.
+  bool level_reads_activations(int l, bool backward) const {
+    return l == 2 && (backward ? bwd_level2_direct : fwd_level2_direct);
+  }
   WtconvTile fwd_base, bwd_base;                              // base + level 1
   WtconvTile fwd_level[kWtconvMaxLevels + 1], bwd_level[kWtconvMaxLevels + 1];  // l >= 2
 };
@@ -251,7 +255,7 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p) {
   plan.bwd_level2_direct = level2_reads_activations(plan.L, plan.stride, true);
   for (int l = 2; l <= plan.L; ++l) {
     // Level 2 reading the activations stages 4x its tile in pixels: larger tiles, less halo.
-    const bool fd = l == 2 && plan.fwd_level2_direct, bd = l == 2 && plan.bwd_level2_direct;
+    const bool fd = plan.level_reads_activations(l, false), bd = plan.level_reads_activations(l, true);
     plan.fwd_level[l] = pick_level_tile(false, plan.B, plan.C, plan.hl[l], plan.wl[l], plan.k, fd);
     plan.bwd_level[l] = pick_level_tile(true, plan.B, plan.C, plan.hl[l], plan.wl[l], plan.k, bd);
   }
@@ -302,7 +306,7 @@ inline void plan_io_bytes(const WtconvPlan& plan, size_t e, uint64_t* forward, u
   for (int l = 2; l <= L; ++l) {
     // Level 2 reads X_1 (or x) and writes R_1; the backward reads X_1 and G_1 (or x and dy) and
     // writes dX_1.
-    const bool fd = l == 2 && plan.fwd_level2_direct, bd = l == 2 && plan.bwd_level2_direct;
+    const bool fd = plan.level_reads_activations(l, false), bd = plan.level_reads_activations(l, true);
     fwd += (fd ? N * e : 4 * n(l - 1)) + 4 * n(l - 1) + (l < L ? 4 * n(l) : 0);
     bwd += (bd ? 2 * N * e : (l == 2 ? e : 4) * 2 * n(l - 1)) + (l == 2 ? e : 4) * n(l - 1) + (l < L ? 4 * n(l) : 0);
   }
