@@ -2,8 +2,8 @@
 // shapes (every option: odd sizes, k 1..15, levels 1..8, stride 1..3, fp32/fp16/bf16; outputs
 // poisoned with NaN first; two runs must be bit-identical), then times the benchmark shapes.
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -DWINCONV_HAVE_CUDA=1 -Iinclude -Isrc \
-//     dev/cuda/wtconv_check.cu src/cuda/wtconv/*.cu src/capi/wtconv_api.cpp src/cpu/wtconv_reference.cpp \
-//     src/common/status.cpp src/common/names.cpp -o wtconv_check
+//     dev/cuda/wtconv_check.cu src/cuda/wtconv/*.cu src/cuda/common/*.cu src/capi/wtconv_api.cpp \
+//     src/cpu/wtconv_reference.cpp src/common/status.cpp src/common/names.cpp -o wtconv_check
 //   ./wtconv_check check | bench [shapes.csv [dtypes, e.g. fp32,fp16]]
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

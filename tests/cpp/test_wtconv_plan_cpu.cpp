@@ -184,6 +184,82 @@ TEST(WtconvPlan, RandomProblemsTilesCoverGridsAndFitSharedMemory) {
   EXPECT_GT(planned, 2000);  // the generator mostly makes valid problems
 }
 
+// A TMA box must start 16-byte aligned in x (an unaligned start is an illegal instruction on the
+// GPU): the box origin is the tile origin minus tma_box_offset, which is even and under 16 bytes.
+TEST(WtconvPlan, TmaBoxOriginsAreSixteenByteAligned) {
+  for (int esize : {2, 4})
+    for (int origin = -64; origin <= 64; origin += 2) {
+      const int off = tma_box_offset(origin, esize), per16 = 16 / esize;
+      EXPECT_GE(off, 0);
+      EXPECT_LT(off, per16);
+      EXPECT_EQ(off % 2, 0);
+      EXPECT_EQ(((origin - off) % per16 + per16) % per16, 0) << "origin " << origin << " esize " << esize;
+    }
+}
+
+// Where the plan lets the base kernels stage with TMA, the boxes fit the map's rules (sides <= 256,
+// rows of whole 16 bytes, room for the largest offset), start on 128-byte boundaries, and cost no
+// resident block; the kernels lay out their shared memory with the same functions.
+TEST(WtconvPlan, RandomProblemsTmaLayoutsFitTheBoxRules) {
+  std::mt19937 rng(20261130);
+  int fwd = 0, bwd = 0;
+  const auto resident = [](size_t b, int bound) {
+    const size_t n = kSmemPerSm / (b + kSmemReservedPerBlock);
+    return n < size_t(bound) ? n : size_t(bound);
+  };
+  for (int n = 0; n < 4000; ++n) {
+    WtconvProblem p = random_problem(rng);
+    if (n % 2) p.width = (p.width + 7) / 8 * 8;  // rows of whole 16 bytes half the time
+    if (!wtconv_validate(p).ok()) continue;
+    SCOPED_TRACE(describe(p));
+    const WtconvPlan plan = make_wtconv_plan(p);
+    const int esize = p.precision == Precision::kFP32 ? 4 : 2, per16 = 16 / esize;
+    if (plan.fwd_base_tma_smem > 0) {
+      ++fwd;
+      const WtconvTile& t = plan.fwd_base;
+      const FwdBaseTmaLayout l = fwd_base_tma_layout(plan.k, plan.stride, t.th, t.tw, t.np, esize);
+      EXPECT_EQ(plan.fwd_base_tma_smem, l.bytes());
+      EXPECT_EQ((p.width * esize) % 16, 0);
+      EXPECT_EQ((l.xp * esize) % 16, 0);
+      EXPECT_GE(l.xp, l.xw + (l.inplace ? 0 : per16 - 2));
+      EXPECT_LE(l.xp, 256);
+      EXPECT_LE(l.xh, 256);
+      EXPECT_EQ(l.filter_bytes % 128, 0u);
+      EXPECT_EQ(l.buffer_bytes % 128, 0u);
+      EXPECT_GE(l.buffer_bytes, size_t(t.np) * l.xh * l.xp * esize);
+      EXPECT_EQ((l.xw / 2) % 2, 0);
+      if (l.inplace) {  // every tile origin x0 - 2r is 16-byte aligned
+        EXPECT_EQ(esize, 4);
+        for (int64_t tx = 0; tx < t.tiles_x; ++tx) EXPECT_EQ(tma_box_offset(fwd_base_x_origin(int(tx), t.tw, plan.r, 1), 4), 0);
+      }
+      EXPECT_LE(plan.fwd_base_tma_smem, kSmemBudget);
+      EXPECT_GE(resident(plan.fwd_base_tma_smem, fwd_base_blocks_per_sm(plan.k)),
+                resident(t.smem, fwd_base_blocks_per_sm(plan.k)));
+    }
+    if (plan.bwd_base_tma_smem > 0) {
+      ++bwd;
+      const WtconvTile& t = plan.bwd_base;
+      const BwdBaseTmaLayout l = bwd_base_tma_layout(plan.k, t.th, t.tw, t.np, t.pixel_pitch);
+      EXPECT_EQ(plan.bwd_base_tma_smem, l.bytes);
+      EXPECT_EQ(esize, 4);
+      EXPECT_EQ(plan.stride, 1);
+      EXPECT_EQ(l.xs % 128, 0u);
+      EXPECT_EQ(l.ds % 128, 0u);
+      EXPECT_GE(l.ds, l.xs + size_t(t.np) * l.ph * t.pixel_pitch * 4);
+      EXPECT_EQ(l.bar % 8, 0u);
+      EXPECT_GE(l.bytes, bwd_base_smem_floats(plan.k, t.th, t.tw, t.np, t.pixel_pitch) * 4);
+      EXPECT_EQ(t.pixel_pitch % 4, 0);
+      EXPECT_LE(t.pixel_pitch, 256);
+      for (int64_t tx = 0; tx < t.tiles_x; ++tx) EXPECT_EQ(tma_box_offset(bwd_base_x_origin(int(tx), t.tw, plan.r), 4), 0);
+      EXPECT_LE(plan.bwd_base_tma_smem, kSmemBudget);
+      EXPECT_GE(resident(plan.bwd_base_tma_smem, bwd_base_blocks_per_sm(plan.k)),
+                resident(t.smem, bwd_base_blocks_per_sm(plan.k)));
+    }
+  }
+  EXPECT_GT(fwd, 200);  // the generator reaches both paths (294 and 65 times with this seed)
+  EXPECT_GT(bwd, 40);
+}
+
 // Workspace regions [offset, offset + bytes) of one pass, in the order the plan lays them out.
 void expect_disjoint_aligned(std::vector<std::pair<size_t, size_t>> regions, size_t total, const char* what) {
   SCOPED_TRACE(what);

@@ -6,14 +6,19 @@
 // (fixed order, no atomics). HBM: reads x, dy, dX_1; writes dx and C x splits x (5kk + 1) partials.
 #include <type_traits>
 
+#include "cuda/common/tensor_map.h"
+#include "cuda/common/tma.cuh"
 #include "wtconv_kernels.cuh"
 
 namespace winconv {
 namespace wtconv_detail {
 
-template <typename T, int K>
-__global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K)) backward_base_kernel(BwdBaseArgs<T> a) {
-  extern __shared__ float smem[];
+// kTma: the TMA-staged instance (a.tma: fp32, tiles starting 16-byte aligned), compiled apart so
+// that the other instances keep their registers (bwd_base_tma_smem).
+template <typename T, int K, bool kTma>
+__global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
+    backward_base_kernel(const __grid_constant__ BwdBaseArgs<T> a) {
+  extern __shared__ __align__(128) float smem[];
   constexpr int KM = K > 0 ? K : 15;
   const int k = K ? K : a.k, r = k / 2, kk = k * k, s = a.stride;
   const int c = blockIdx.x / a.g.splits, split = blockIdx.x % a.g.splits;
@@ -26,6 +31,15 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K)) back
   float* w1f = w0f + fs;              // 4 filters s1 * W1 flipped, fs apart
   float* xs = w1f + 4 * fs;           // np x pplane (16-byte aligned: paired correlation loads)
   float* ds = xs + np * pplane;       // np x pplane
+  // TMA (bwd_base_tma_layout): the boxes land in xs and ds, moved to 128-byte boundaries; the
+  // mbarrier sits behind everything else.
+  BwdBaseTmaLayout tl;
+  unsigned char* const sbase = reinterpret_cast<unsigned char*>(smem);
+  if constexpr (kTma) {
+    tl = bwd_base_tma_layout(k, th, tw, np, pw);
+    xs = reinterpret_cast<float*>(sbase + tl.xs);
+    ds = reinterpret_cast<float*>(sbase + tl.ds);
+  }
   float* ys = ds + np * pplane;       // np x 4 x plane
   float* gs = ys + np * 4 * plane;    // np x 4 x plane
   float* dz = gs + np * 4 * plane;    // np x 4 x th x tw subband convs + dX_1 (compile-time k only)
@@ -70,11 +84,36 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K)) back
 
   int64_t begin, end, step;
   block_items<true>(a.g.items, a.g.splits, split, &begin, &end, &step);  // strided: halos from L2
-  for (int64_t item = begin; item < end; item += step) {
+  uint64_t* const bar = reinterpret_cast<uint64_t*>(sbase + tl.bar);
+  if constexpr (kTma) {
+    if (threadIdx.x == 0) {
+      mbarrier_init(bar);
+      mbarrier_init_fence();
+    }
+    __syncthreads();
+  }
+  int iteration = 0;
+  for (int64_t item = begin; item < end; item += step, ++iteration) {
     const ItemPos pos = decode_item(a.g, item);
     const int py0 = 2 * (pos.y0 - r), px0 = 2 * (pos.x0 - r);  // pixel origin of the tile region
     __syncthreads();
-    if (a.vec4) {
+    if constexpr (kTma) {
+      // One box of x and one of dy (zeros outside the planes and past the batch). The next item's
+      // boxes go to L2 meanwhile: its load then waits on L2, not HBM.
+      if (threadIdx.x == 0) {
+        mbarrier_expect_bytes(bar, uint32_t(2 * size_t(np) * tl.ph * pw * sizeof(T)));
+        tma_load_4d(xs, &a.xmap, px0, py0, c, pos.b0, bar);
+        tma_load_4d(ds, &a.dmap, px0, py0, c, pos.b0, bar);
+        if (item + step < end) {
+          const ItemPos nx = decode_item(a.g, item + step);
+          tma_prefetch_4d(&a.xmap, 2 * (nx.x0 - r), 2 * (nx.y0 - r), c, nx.b0);
+          tma_prefetch_4d(&a.dmap, 2 * (nx.x0 - r), 2 * (nx.y0 - r), c, nx.b0);
+        }
+      }
+      mbarrier_wait(bar, uint32_t(iteration) & 1u);
+      haar_pass_from_tile(xs, pw, 0, false, xs, ph, pw, ys, eh, ew, np, a.hplane, a.hrow);
+      haar_pass_from_tile(ds, pw, 0, false, ds, ph, pw, gs, eh, ew, np, a.hplane, a.hrow);
+    } else if (a.vec4) {
       // Quads of 4 columns, two rows each, of x and dy: the x and D tiles and Y_1, G_1 in one pass.
       const int xa = px0 & ~3, off = px0 - xa;
       struct Both { QuadRows<T> x, d; };
@@ -284,9 +323,27 @@ cudaError_t launch_backward_base(const BwdBaseArgs<T>& args, size_t smem, cudaSt
     a.vec4 = a.stride == 1 && a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.x) % (4 * sizeof(T)) == 0 &&
              reinterpret_cast<uintptr_t>(a.dy) % (4 * sizeof(T)) == 0;
   }
+  const size_t plain_smem = smem;
+  if (a.tma_smem > 0) {
+    const BwdBaseTmaLayout l = bwd_base_tma_layout(a.k, a.g.th, a.g.tw, a.g.np, a.pitch);
+    a.tma = encode_plane_box_map(&a.xmap, a.x, int(sizeof(T)), a.W, a.H, a.C, a.B, a.pitch, l.ph, a.g.np) &&
+            encode_plane_box_map(&a.dmap, a.dy, int(sizeof(T)), a.Wo, a.Ho, a.C, a.B, a.pitch, l.ph, a.g.np);
+    if (a.tma) {
+      const int ew = a.g.tw + 2 * (a.k / 2);
+      a.hplane = TileDivmod(uint32_t(l.ph / 2 * (ew / 2)));
+      a.hrow = TileDivmod(uint32_t(ew / 2));
+      smem = a.tma_smem;
+    }
+  }
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
   return dispatch_kernel_size(a.k, [&](auto kc) {
-    return launch_with_smem(backward_base_kernel<T, decltype(kc)::value>, blocks, smem, stream, a);
+    constexpr int K = decltype(kc)::value;
+    // A TMA instance where the tiles can start 16-byte aligned (fp32, even r: k = 5 among the
+    // specialised sizes). With the boxes copied into the tiles instead (k = 3, 7; 16-bit) the
+    // spills it added cost more than the staging it saved (docs/wtconv.md, perf note 29).
+    if constexpr (std::is_same<T, float>::value && K != 0 && (K / 2) % 2 == 0)
+      if (a.tma) return launch_with_smem(backward_base_kernel<T, K, true>, blocks, smem, stream, a);
+    return launch_with_smem(backward_base_kernel<T, K, false>, blocks, plain_smem, stream, a);
   });
 }
 

@@ -537,6 +537,49 @@ __device__ __forceinline__ void store_quad_rows(const QuadRows<T>& q, float* til
   }
 }
 
+// Two consecutive activations as floats: one 8-byte (fp32) or 4-byte (fp16/bf16) load.
+__device__ __forceinline__ float2 load2(const float* p) { return *reinterpret_cast<const float2*>(p); }
+__device__ __forceinline__ float2 load2(const __half* p) { return __half22float2(*reinterpret_cast<const __half2*>(p)); }
+__device__ __forceinline__ float2 load2(const __nv_bfloat16* p) {
+  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
+}
+
+// TMA staging of the base kernels, the Haar pass: the level-1 subbands (qh x qw per plane) of the
+// pixel tile that the copy engine left in `buf` (np x xh rows, `pitch` elements apart, the tile's
+// column 0 at column `off`, even: the box starts 16-byte aligned), one 2 x 4 pixel quad (two 2x2
+// blocks) per job. With `copy` the tile is also written out as floats (xs, rows xw floats apart)
+// for the convolutions; without (fp32, off = 0) they read the buffer itself.
+template <typename T>
+__device__ __forceinline__ void haar_pass_from_tile(const T* buf, int pitch, int off, bool copy, float* xs, int xh,
+                                                    int xw, float* ys, int qh, int qw, int np,
+                                                    const TileDivmod& hplane, const TileDivmod& hrow) {
+  const int nq = qw / 2;
+  for (int e = threadIdx.x; e < np * qh * nq; e += blockDim.x) {
+    const Pos3 q = split3(e, hplane, hrow);
+    const T* src = buf + (q.p * xh + 2 * q.y) * pitch + off + 4 * q.x;
+    float4 u, v;
+    if (sizeof(T) == 4 && !copy) {
+      u = load4(src);
+      v = load4(src + pitch);
+    } else {
+      const float2 u0 = load2(src), u1 = load2(src + 2), v0 = load2(src + pitch), v1 = load2(src + pitch + 2);
+      u = make_float4(u0.x, u0.y, u1.x, u1.y);
+      v = make_float4(v0.x, v0.y, v1.x, v1.y);
+    }
+    if (copy) {
+      float* dst = xs + (q.p * xh + 2 * q.y) * xw + 4 * q.x;
+      *reinterpret_cast<float4*>(dst) = u;
+      *reinterpret_cast<float4*>(dst + xw) = v;
+    }
+    float z0[4], z1[4];
+    haar4(u.x, u.y, v.x, v.y, z0);
+    haar4(u.z, u.w, v.z, v.w, z1);
+    float* dst = ys + q.p * 4 * qh * qw + q.y * qw + 2 * q.x;  // 8-byte aligned: qw, qh * qw even
+#pragma unroll
+    for (int t = 0; t < 4; ++t) *reinterpret_cast<float2*>(dst + t * qh * qw) = make_float2(z0[t], z1[t]);
+  }
+}
+
 struct TileGeom {
   int th, tw, np, tiles_y, tiles_x;
   int64_t items;

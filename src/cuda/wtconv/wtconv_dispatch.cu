@@ -120,6 +120,7 @@ Status forward_typed(const WtconvPlan& plan, const T* x, const WtconvParams& prm
   a.Ho = int(plan.Ho); a.Wo = int(plan.Wo); a.h1 = int(plan.hl[1]); a.w1g = int(plan.wl[1]);
   a.k = plan.k; a.stride = plan.stride;
   a.g = geom_of(plan.fwd_base);
+  a.tma_smem = plan.fwd_base_tma_smem;
   return cuda_status(launch_forward_base<T>(a, plan.fwd_base.smem, stream), "wtconv forward base launch");
 }
 
@@ -151,6 +152,7 @@ Status backward_typed(const WtconvPlan& plan, const T* dy, const T* x, const Wtc
     a.k = plan.k; a.stride = plan.stride;
     a.g = geom_of(plan.bwd_base);
     a.pitch = plan.bwd_base.pixel_pitch;
+    a.tma_smem = plan.bwd_base_tma_smem;
     cudaError_t e = launch_backward_base<T>(a, plan.bwd_base.smem, stream);
     if (e != cudaSuccess) return cuda_status(e, "wtconv backward base launch");
   }

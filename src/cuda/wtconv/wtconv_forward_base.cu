@@ -5,6 +5,8 @@
 // HBM: reads x (+ halo) and R_1, writes y.
 #include <type_traits>
 
+#include "cuda/common/tensor_map.h"
+#include "cuda/common/tma.cuh"
 #include "wtconv_kernels.cuh"
 
 namespace winconv {
@@ -13,9 +15,13 @@ namespace wtconv_detail {
 // 4 resident blocks (64 registers, no spill) except k = 7 (2 blocks; at 3 it spills). At 3 blocks
 // (80 registers) 36% of the cycles had no eligible warp, mostly waiting at the barrier after the
 // staging and on its global loads; 4 blocks cut big_L2's fp32 forward 5.45 -> 5.07 ms.
-template <typename T, int K>
-__global__ void __launch_bounds__(kBlockThreads, K == 7 ? 2 : 4) forward_base_kernel(FwdBaseArgs<T> a) {
-  extern __shared__ float smem[];
+// kTma: the TMA-staged instance (a.tma), compiled apart so that the other instances keep their
+// registers (with the TMA state live across the item loop, the 16-bit k = 5 kernels spilled and the
+// small shapes that cannot take TMA ran up to 5% slower).
+template <typename T, int K, bool kTma>
+__global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
+    forward_base_kernel(const __grid_constant__ FwdBaseArgs<T> a) {
+  extern __shared__ __align__(128) float smem[];
   const int k = K ? K : a.k, r = k / 2, kk = k * k, s = a.stride;
   const int c = blockIdx.x / a.g.splits, split = blockIdx.x % a.g.splits;
   const int th = a.g.th, tw = a.g.tw, np = a.g.np;
@@ -25,10 +31,18 @@ __global__ void __launch_bounds__(kBlockThreads, K == 7 ? 2 : 4) forward_base_ke
   const int fs = filter_stride(k);
   float* w0s = smem;                    // s0 * W0
   float* w1s = w0s + fs;                // 4 filters 0.5 * s1 * W1, fs apart
+  // Without TMA: x tile, Y_1, subband results. With TMA (fwd_base_tma_layout): the two boxes
+  // (128-byte aligned) and their mbarriers, Y_1, subband results, the float x tile (unless in place).
   float* xs = w1s + 4 * fs;             // np x xh x xw
   float* ys = xs + np * xh * xw;        // np x 4 x qh x qw
+  unsigned char* const tbuf = reinterpret_cast<unsigned char*>(smem) + (5 * fs * 4 + 127) / 128 * 128;
+  const size_t tbytes = kTma ? (size_t(np) * xh * a.xp * sizeof(T) + 127) / 128 * 128 : 0;
+  uint64_t* const bars = reinterpret_cast<uint64_t*>(tbuf + 2 * tbytes);
+  if constexpr (kTma) {
+    ys = reinterpret_cast<float*>(bars + 2);
+    xs = ys + np * 4 * qh * qw + np * 4 * qih * qiw;  // the float tile; in place: set per item
+  }
   float* zs = ys + np * 4 * qh * qw;    // np x 4 x qih x qiw
-
   const float s0 = a.s0[c];
   const float bias = a.b0 ? s0 * a.b0[c] : 0.f;
   for (int i = threadIdx.x; i < 5 * kk; i += blockDim.x) {
@@ -41,12 +55,40 @@ __global__ void __launch_bounds__(kBlockThreads, K == 7 ? 2 : 4) forward_base_ke
 
   int64_t begin, end, step;
   block_items<true>(a.g.items, a.g.splits, split, &begin, &end, &step);  // strided: halos from L2
-  for (int64_t item = begin; item < end; item += step) {
+  // TMA: thread 0 asks for the x tile of an item (its origin as below; rows and columns outside x,
+  // and planes past the batch, arrive as zeros).
+  const auto request_tile = [&](int64_t item, int buf) {
+    const ItemPos pos = decode_item(a.g, item);
+    const int x0y = 2 * (((s * pos.y0) >> 1) - r), x0x = 2 * (((s * pos.x0) >> 1) - r);
+    mbarrier_expect_bytes(bars + buf, uint32_t(np * xh * a.xp * sizeof(T)));
+    tma_load_4d(tbuf + buf * tbytes, &a.xmap, x0x - tma_box_offset(x0x, sizeof(T)), x0y, c, pos.b0, bars + buf);
+  };
+  if constexpr (kTma) {
+    if (threadIdx.x == 0) {
+      mbarrier_init(bars);
+      mbarrier_init(bars + 1);
+      mbarrier_init_fence();
+    }
+    __syncthreads();
+    if (threadIdx.x == 0 && begin < end) request_tile(begin, 0);
+  }
+  int iteration = 0;
+  for (int64_t item = begin; item < end; item += step, ++iteration) {
     const ItemPos pos = decode_item(a.g, item);
     const int qay = (s * pos.y0) >> 1, qax = (s * pos.x0) >> 1;  // first interior coefficient
     const int x0y = 2 * (qay - r), x0x = 2 * (qax - r);           // x origin of the tile
     __syncthreads();
-    if (a.vec4) {
+    if constexpr (kTma) {
+      // Buffer iteration % 2 holds this item; the other one, free since the barrier above, takes
+      // the next item's tile while this one is computed.
+      const int buf = iteration & 1;
+      if (threadIdx.x == 0 && item + step < end) request_tile(item + step, buf ^ 1);
+      mbarrier_wait(bars + buf, uint32_t(iteration >> 1) & 1u);
+      const T* tile = reinterpret_cast<const T*>(tbuf + buf * tbytes);
+      if (a.tma_inplace) xs = reinterpret_cast<float*>(tbuf + buf * tbytes);
+      haar_pass_from_tile(tile, a.xp, tma_box_offset(x0x, sizeof(T)), !a.tma_inplace, xs, xh, xw, ys, qh, qw, np,
+                          a.hplane, a.hrow);
+    } else if (a.vec4) {
       // Quads of 4 columns at multiples of 4 (xa), two rows each: the x tile and Y_1 in one pass.
       const int xa = x0x & ~3, off = x0x - xa;
       stage_tile<1>(  // two 16-bit quads in flight: fp16 forward base 5% slower (docs/wtconv.md, perf note 27)
@@ -221,9 +263,25 @@ cudaError_t launch_forward_base(const FwdBaseArgs<T>& args, size_t smem, cudaStr
     a.qcols2 = pair_count(qiw);
     a.qstrips4 = strip_count(qih, kStripRows);
   }
+  const size_t plain_smem = smem;
+  if (a.tma_smem > 0) {
+    const FwdBaseTmaLayout l = fwd_base_tma_layout(a.k, a.stride, a.g.th, a.g.tw, a.g.np, int(sizeof(T)));
+    a.tma = encode_plane_box_map(&a.xmap, a.x, int(sizeof(T)), a.W, a.H, a.C, a.B, l.xp, l.xh, a.g.np);
+    if (a.tma) {
+      a.xp = l.xp;
+      a.tma_inplace = l.inplace;
+      a.hplane = TileDivmod(uint32_t(l.xh / 2 * (l.xw / 4)));
+      a.hrow = TileDivmod(uint32_t(l.xw / 4));
+      smem = a.tma_smem;
+    }
+  }
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
   return dispatch_kernel_size(a.k, [&](auto kc) {
-    return launch_with_smem(forward_base_kernel<T, decltype(kc)::value>, blocks, smem, stream, a);
+    constexpr int K = decltype(kc)::value;
+    // TMA instances for the specialised sizes only; the runtime-k path stages as before.
+    if constexpr (K != 0)
+      if (a.tma) return launch_with_smem(forward_base_kernel<T, K, true>, blocks, smem, stream, a);
+    return launch_with_smem(forward_base_kernel<T, K, false>, blocks, plain_smem, stream, a);
   });
 }
 

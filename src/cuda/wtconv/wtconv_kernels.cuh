@@ -1,6 +1,7 @@
 // Kernel launch helpers used by wtconv_dispatch.cu; each is defined in its own .cu file.
 #pragma once
 
+#include <cuda.h>  // CUtensorMap
 #include <cuda_runtime.h>
 
 #include <type_traits>
@@ -61,6 +62,14 @@ struct FwdBaseArgs {
   QuadDivisors<TileDivmod> quads;  // quad jobs over the qh rows of the x tile
   bool pair_base, pair_sub;  // two columns per strip job in the base / level-1 subband convs
   TileDivmod ocols2, ostrips4, qcols2, qstrips4;  // their column pairs and 4-row strips
+  // TMA staging (plan.fwd_base_tma_smem > 0 and the map encodes; set by the launcher): the x tile
+  // of the next item streams into the other buffer while this one is computed.
+  size_t tma_smem = 0;       // from the plan; 0: no TMA
+  bool tma = false;
+  bool tma_inplace = false;  // fp32 boxes read in place (fwd_base_tma_layout)
+  int xp = 0;                // box pitch (elements)
+  TileDivmod hplane, hrow;   // Haar pass: 2 x 4 pixel quads per plane (qh * qw / 2) and per row (qw / 2)
+  CUtensorMap xmap;          // W x H x C x B, box xp x xh x 1 x np
 };
 template <typename T>
 cudaError_t launch_forward_base(const FwdBaseArgs<T>& a, size_t smem, cudaStream_t stream);
@@ -109,6 +118,12 @@ struct BwdBaseArgs {
   QuadDivisors<FastDivmod> quads;  // quad jobs over the eh rows of the pixel tile
   bool pair_sub;             // two columns per level-1 subband strip job (tw even)
   FastDivmod qcols2, qstrips4;  // column pairs of the subband convs; 4-row strips
+  // TMA staging (plan.bwd_base_tma_smem > 0 and both maps encode; set by the launcher): boxes of
+  // pitch x 2 eh x 1 x np straight into the pixel tiles.
+  size_t tma_smem = 0;       // from the plan; 0: no TMA
+  bool tma = false;
+  TileDivmod hplane, hrow;   // Haar pass: 2 x 4 pixel quads per plane (eh * ew / 2) and per row (ew / 2)
+  CUtensorMap xmap, dmap;    // W x H x C x B (dy: Wo x Ho, the same at stride 1)
 };
 template <typename T>
 cudaError_t launch_backward_base(const BwdBaseArgs<T>& a, size_t smem, cudaStream_t stream);

@@ -56,6 +56,8 @@ struct WtconvPlan {
     return l == 2 && (backward ? bwd_level2_direct : fwd_level2_direct);
   }
   WtconvTile fwd_base, bwd_base;                              // base + level 1
+  size_t fwd_base_tma_smem = 0;  // > 0: the forward base may stage x with TMA (fwd_base_tma_smem())
+  size_t bwd_base_tma_smem = 0;  // > 0: the backward base may stage x and dy with TMA
   WtconvTile fwd_level[kWtconvMaxLevels + 1], bwd_level[kWtconvMaxLevels + 1];  // l >= 2
 };
 
@@ -95,6 +97,9 @@ WTCONV_HOST_DEVICE constexpr int corr_parts_per_warp(int k) { return 32 / k; }
 // (fp32 steps 2-3% slower, fp16 1-2% faster); k = 7 and the runtime-k path spill 300-530 bytes
 // (docs/wtconv.md, perf note 24).
 WTCONV_HOST_DEVICE constexpr int bwd_base_blocks_per_sm(int k) { return k == 3 ? 4 : 3; }
+// Launch bound of the forward base kernel: 4 blocks (64 registers, no spill) except k = 7, which
+// spills at 3 (docs/wtconv.md, perf note 17).
+WTCONV_HOST_DEVICE constexpr int fwd_base_blocks_per_sm(int k) { return k == 7 ? 2 : 4; }
 
 // Padded pixel-tile pitch (floats) of the backward base kernel for a halo width of ew coefficients:
 // the smallest value >= 2 ew that is 4 mod 8. A multiple of 4 keeps the staging's 16-byte row
@@ -145,6 +150,55 @@ inline size_t fwd_base_smem_floats(int k, int s, int th, int tw, int np) {
   return 5 * size_t(filter_stride(k)) + size_t(np) * (4 * qh * qw + 4 * qh * qw + 4 * qih * qiw);
 }
 
+// TMA boxes start 16-byte aligned in x (a box at an unaligned column is an illegal instruction),
+// so a tile whose first column is not aligned lands `off` elements (even, < 16 bytes) into its box:
+// off = origin & (per16 - 1), per16 = 16 / esize.
+WTCONV_HOST_DEVICE constexpr int tma_box_offset(int origin, int esize) { return origin & (16 / esize - 1); }
+
+// Forward base with TMA staging (fwd_base_tma_smem): the x tile (np x xh x xw) arrives in two
+// alternating boxes (np x xh x xp elements of esize bytes), 128-byte aligned after the filters;
+// two mbarriers, Y_1 and the subband results follow. In place (fp32, stride 1, every tile origin
+// 16-byte aligned: even r and tw % 4 == 0) the convolutions read the box itself (xp = xw);
+// otherwise the Haar pass copies it into a float tile behind the rest (xp covers xw plus the
+// largest offset).
+struct FwdBaseTmaLayout {
+  bool inplace = false;
+  int xh = 0, xw = 0, xp = 0;  // x tile rows and columns, box columns (pitch of the boxes)
+  size_t filter_bytes = 0;     // the five filters, rounded up to 128
+  size_t floats = 0;           // Y_1, subband results (+ the float tile unless in place)
+  size_t buffer_bytes = 0;     // one box, a multiple of 128
+  size_t bytes() const { return filter_bytes + 2 * buffer_bytes + 16 + floats * 4; }
+};
+inline FwdBaseTmaLayout fwd_base_tma_layout(int k, int s, int th, int tw, int np, int esize) {
+  const int r = k / 2, per16 = 16 / esize;
+  const int qih = fwd_base_coef_extent(s, th), qiw = fwd_base_coef_extent(s, tw);
+  const int qh = qih + 2 * r, qw = qiw + 2 * r;
+  FwdBaseTmaLayout t;
+  t.xh = 2 * qh;
+  t.xw = 2 * qw;
+  t.inplace = esize == 4 && s == 1 && tw % 4 == 0 && (2 * r) % 4 == 0 && t.xw % 4 == 0;
+  t.xp = t.inplace ? t.xw : (t.xw + per16 - 2 + per16 - 1) / per16 * per16;
+  t.filter_bytes = align_up(5 * size_t(filter_stride(k)) * 4, 128);
+  t.floats = size_t(np) * (4 * qh * qw + 4 * qih * qiw) + (t.inplace ? 0 : size_t(np) * t.xh * t.xw);
+  t.buffer_bytes = align_up(size_t(np) * t.xh * t.xp * esize, 128);
+  return t;
+}
+
+// Whether the forward base stages with TMA, from the problem: x rows a multiple of 16 bytes (the
+// map's row stride), an even Y_1 halo width (the Haar pass takes 2 x 4 pixel quads), every box
+// side <= 256, and the boxes costing no resident block. Returns the shared memory, or 0.
+inline size_t fwd_base_tma_smem(const WtconvTile& t, int64_t W, int k, int s, int esize, int blocks_per_sm) {
+  const FwdBaseTmaLayout l = fwd_base_tma_layout(k, s, t.th, t.tw, t.np, esize);
+  if ((W * esize) % 16 != 0 || (l.xw / 2) % 2 != 0 || l.xh > 256 || l.xp > 256 || t.np > 256) return 0;
+  const size_t bytes = l.bytes();
+  const auto resident = [&](size_t b) {
+    const size_t n = kSmemPerSm / (b + kSmemReservedPerBlock);
+    return n < size_t(blocks_per_sm) ? n : size_t(blocks_per_sm);
+  };
+  if (bytes > kSmemBudget || resident(bytes) < resident(t.smem)) return 0;
+  return bytes;
+}
+
 // Backward base + level 1 kernel: coefficient tile th x tw (pixel tile 2th x 2tw, rows `pitch`
 // floats apart).
 inline size_t bwd_base_smem_floats(int k, int th, int tw, int np, int pitch) {
@@ -153,6 +207,46 @@ inline size_t bwd_base_smem_floats(int k, int th, int tw, int np, int pitch) {
   const int parts = corr_parts_per_warp(k);
   return 5 * size_t(filter_stride(k)) + size_t(np) * (2 * pixels + 2 * 4 * eh * ew + 4 * th * tw) +
          size_t(parts) * (8 * k * k + 4);
+}
+
+// Backward base with TMA staging (bwd_base_tma_smem): one x box and one dy box per item on one
+// mbarrier, single-buffered (the pixel tiles are read until the item's last phase), landing in
+// the pixel tiles themselves (rows `pitch` floats apart), which move to 128-byte boundaries; the
+// mbarrier follows everything else. Byte offsets from the (128-byte aligned) base; the kernel
+// derives its pointers from the same function.
+struct BwdBaseTmaLayout {
+  int ph = 0;  // box rows (the pixel tile's); its columns are the pitch
+  size_t xs = 0, ds = 0, bar = 0, bytes = 0;
+};
+WTCONV_HOST_DEVICE inline BwdBaseTmaLayout bwd_base_tma_layout(int k, int th, int tw, int np, int pitch) {
+  const int r = k / 2, eh = th + 2 * r, ew = tw + 2 * r, parts = corr_parts_per_warp(k);
+  const size_t pixels = size_t(np) * 2 * eh * pitch * 4;
+  BwdBaseTmaLayout t;
+  t.ph = 2 * eh;
+  t.xs = (5 * size_t(filter_stride(k)) * 4 + 127) / 128 * 128;
+  t.ds = (t.xs + pixels + 127) / 128 * 128;
+  const size_t rest = (size_t(np) * (2 * 4 * eh * ew + 4 * th * tw) + size_t(parts) * (8 * k * k + 4)) * 4;
+  t.bar = (t.ds + pixels + rest + 7) / 8 * 8;
+  t.bytes = t.bar + 8;
+  return t;
+}
+
+// Whether the backward base stages with TMA, from the problem: fp32 at stride 1 (D is dy itself),
+// rows a multiple of 16 bytes and every tile origin 2 (x0 - r) 16-byte aligned (tw even, r even),
+// so the boxes can be the pixel tiles (pitch a multiple of 4 floats, <= 256); an even halo width
+// (2 x 4 pixel quads); no resident block lost to the alignment. Returns the shared memory, or 0.
+inline size_t bwd_base_tma_smem(const WtconvTile& t, int64_t W, int k, int s, int esize) {
+  const int r = k / 2, ew = t.tw + 2 * r;
+  const BwdBaseTmaLayout l = bwd_base_tma_layout(k, t.th, t.tw, t.np, t.pixel_pitch);
+  if (esize != 4 || s != 1 || W % 4 != 0 || t.tw % 2 != 0 || r % 2 != 0 || ew % 2 != 0 || t.pixel_pitch % 4 != 0 ||
+      t.pixel_pitch > 256 || l.ph > 256 || t.np > 256)
+    return 0;
+  const auto resident = [&](size_t b) {
+    const size_t n = kSmemPerSm / (b + kSmemReservedPerBlock);
+    return n < size_t(bwd_base_blocks_per_sm(k)) ? n : size_t(bwd_base_blocks_per_sm(k));
+  };
+  if (l.bytes > kSmemBudget || resident(l.bytes) < resident(t.smem)) return 0;
+  return l.bytes;
 }
 
 // t.np = want planes per item (clamped to 1..B), then halve np, else the longer tile side, until
@@ -251,6 +345,10 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p) {
 
   plan.fwd_base = pick_fwd_base_tile(plan.B, plan.C, plan.Ho, plan.Wo, plan.k, plan.stride);
   plan.bwd_base = pick_bwd_base_tile(plan.B, plan.C, plan.hl[1], plan.wl[1], plan.k);
+  plan.fwd_base_tma_smem = fwd_base_tma_smem(plan.fwd_base, plan.W, plan.k, plan.stride, int(plan.chain_bytes),
+                                             fwd_base_blocks_per_sm(plan.k));
+  plan.bwd_base_tma_smem =
+      bwd_base_tma_smem(plan.bwd_base, plan.W, plan.k, plan.stride, int(plan.chain_bytes));
   plan.fwd_level2_direct = level2_reads_activations(plan.L, plan.stride, false);
   plan.bwd_level2_direct = level2_reads_activations(plan.L, plan.stride, true);
   for (int l = 2; l <= plan.L; ++l) {
