@@ -323,6 +323,10 @@ static int run_checks() {
   cases.push_back({2, 2, 30, 64, 9, 2, 1, Precision::kFP16, false});
   cases.push_back({3, 2, 9, 8, 1, 2, 1, Precision::kBF16, true});
   cases.push_back({1, 2, 3, 4, 5, 2, 1, Precision::kFP32, true});
+  // L = 2 forwards that fuse level 2 into the base kernel (k = 5, stride 1, rows of whole 16 bytes),
+  // with many planes per block and an odd height (appended: the cases before keep their seeds).
+  cases.push_back({16, 3, 8, 8, 5, 2, 1, Precision::kFP32, true});
+  cases.push_back({8, 2, 13, 16, 5, 2, 1, Precision::kBF16, false});
   int fails = 0;
   for (size_t i = 0; i < cases.size(); ++i) fails += check_case(cases[i], 1000 + uint32_t(i)) ? 0 : 1;
   std::printf("CHECK SUMMARY: %d of %zu cases failed\n", fails, cases.size());

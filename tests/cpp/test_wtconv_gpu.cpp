@@ -206,16 +206,18 @@ TEST(WtconvGpu, ManyPlanesPerBlockAndSplits) {
 // Rows of whole 16 bytes with aligned x and dy take the TMA staging of the base kernels (the
 // forward always where its plan allows, in place or copied; the backward for fp32 with even r) and
 // the 4-element (16-byte fp32, 8-byte fp16) staging with the Haar analysis on the fly elsewhere;
-// the same problem one element off alignment takes the scalar staging. All compute the same sums
-// in the same order, so every output must be bit-identical. The shapes cover in-place and copied
-// boxes (even and odd r), box origins off 16-byte alignment, boxes wider than the plane, 16-bit
-// rows that fail the 16-byte rule, and strides 2 and 3.
+// the same problem one element off alignment takes the scalar staging (and an L = 2 forward that
+// fuses level 2 into the base kernel then runs the level kernel). All compute the same sums in the
+// same order, so every output must be bit-identical. The shapes cover in-place and copied boxes
+// (even and odd r), box origins off 16-byte alignment, boxes wider than the plane, 16-bit rows
+// that fail the 16-byte rule, strides 2 and 3, and fused forwards with one and many planes per block.
 TEST(WtconvGpu, VectorisedAndTmaStagingMatchScalar) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device: GPU test skipped";
   struct Shape { int B, C, H, W, k, L, s; };
   const Shape shapes[] = {{2, 3, 20, 24, 5, 2, 1}, {1, 2, 33, 68, 3, 3, 1}, {3, 2, 9, 4, 7, 1, 1},
                           {2, 2, 70, 132, 5, 1, 1}, {2, 2, 21, 40, 3, 2, 1}, {1, 2, 26, 64, 9, 2, 1},
-                          {2, 2, 30, 48, 5, 2, 2}, {1, 3, 17, 40, 3, 1, 3}};
+                          {2, 2, 30, 48, 5, 2, 2}, {1, 3, 17, 40, 3, 1, 3}, {16, 3, 8, 8, 5, 2, 1},
+                          {2, 2, 37, 80, 5, 2, 1}};
   for (Precision prec : {Precision::kFP32, Precision::kFP16, Precision::kBF16})
     for (const Shape& sh : shapes) {
       const auto aligned = run_case(sh.B, sh.C, sh.H, sh.W, sh.k, sh.L, sh.s, prec, true, 77);

@@ -22,12 +22,21 @@ TEST(WtconvIoBytes, OneLevelForwardReadsXAndWritesY) {
 }
 
 TEST(WtconvIoBytes, BigShapeMatchesTheDocumentedModel) {
-  // docs/wtconv.md: big_L2 fp32 moves 7.5 GB forward and 19.3 GB per training step (L = 2: level
-  // 2 reads x and dy, no cascades).
+  // docs/wtconv.md: big_L2 fp32 moves 4.3 GB forward (level 2 fused into the base kernel: x read,
+  // y written) and 16.1 GB per training step (the backward's level 2 reads x and dy, no cascades).
   uint64_t fwd = 0, bwd = 0;
   ASSERT_TRUE(wtconv_io_bytes(problem(16, 128, 512, 512, 5, 2, Precision::kFP32), &fwd, &bwd).ok());
-  EXPECT_NEAR(double(fwd) / 1e9, 7.52, 0.01);
-  EXPECT_NEAR(double(fwd + bwd) / 1e9, 19.33, 0.01);
+  EXPECT_EQ(fwd, uint64_t(2) * 16 * 128 * 512 * 512 * 4);
+  EXPECT_NEAR(double(fwd + bwd) / 1e9, 16.10, 0.01);
+}
+
+TEST(WtconvIoBytes, UnfusedTwoLevelForwardCountsTheLevelKernel) {
+  // k = 3 does not fuse level 2: its level kernel reads x and writes R_1, which the base kernel
+  // reads back (N e + 2 * 4 N_1 more than x and y).
+  const uint64_t n = 2 * 3 * 64 * 64, n1 = 2 * 3 * 32 * 32;
+  uint64_t fwd = 0, bwd = 0;
+  ASSERT_TRUE(wtconv_io_bytes(problem(2, 3, 64, 64, 3, 2, Precision::kFP32), &fwd, &bwd).ok());
+  EXPECT_EQ(fwd, 2 * n * 4 + n * 4 + 2 * 4 * n1);
 }
 
 TEST(WtconvIoBytes, ThreeLevelsCountTheCascades) {

@@ -202,7 +202,7 @@ TEST(WtconvPlan, TmaBoxOriginsAreSixteenByteAligned) {
 // resident block; the kernels lay out their shared memory with the same functions.
 TEST(WtconvPlan, RandomProblemsTmaLayoutsFitTheBoxRules) {
   std::mt19937 rng(20261130);
-  int fwd = 0, bwd = 0;
+  int fwd = 0, bwd = 0, fused = 0;
   const auto resident = [](size_t b, int bound) {
     const size_t n = kSmemPerSm / (b + kSmemReservedPerBlock);
     return n < size_t(bound) ? n : size_t(bound);
@@ -214,16 +214,21 @@ TEST(WtconvPlan, RandomProblemsTmaLayoutsFitTheBoxRules) {
     SCOPED_TRACE(describe(p));
     const WtconvPlan plan = make_wtconv_plan(p);
     const int esize = p.precision == Precision::kFP32 ? 4 : 2, per16 = 16 / esize;
+    // A box of xh rows of xp elements over a tile xw wide: rows of whole 16 bytes, room for the
+    // largest offset of a tile origin (tma_box_offset) unless the box is read in place, sides <= 256.
+    const auto expect_box = [&](int xp, int xw, int xh, bool inplace) {
+      EXPECT_EQ((p.width * esize) % 16, 0);
+      EXPECT_EQ((xp * esize) % 16, 0);
+      EXPECT_GE(xp, xw + (inplace ? 0 : per16 - 2));
+      EXPECT_LE(xp, 256);
+      EXPECT_LE(xh, 256);
+    };
     if (plan.fwd_base_tma_smem > 0) {
       ++fwd;
       const WtconvTile& t = plan.fwd_base;
       const FwdBaseTmaLayout l = fwd_base_tma_layout(plan.k, plan.stride, t.th, t.tw, t.np, esize);
       EXPECT_EQ(plan.fwd_base_tma_smem, l.bytes());
-      EXPECT_EQ((p.width * esize) % 16, 0);
-      EXPECT_EQ((l.xp * esize) % 16, 0);
-      EXPECT_GE(l.xp, l.xw + (l.inplace ? 0 : per16 - 2));
-      EXPECT_LE(l.xp, 256);
-      EXPECT_LE(l.xh, 256);
+      expect_box(l.xp, l.xw, l.xh, l.inplace);
       EXPECT_EQ(l.filter_bytes % 128, 0u);
       EXPECT_EQ(l.buffer_bytes % 128, 0u);
       EXPECT_GE(l.buffer_bytes, size_t(t.np) * l.xh * l.xp * esize);
@@ -234,6 +239,24 @@ TEST(WtconvPlan, RandomProblemsTmaLayoutsFitTheBoxRules) {
       }
       EXPECT_LE(plan.fwd_base_tma_smem, kSmemBudget);
       EXPECT_GE(resident(plan.fwd_base_tma_smem, fwd_base_blocks_per_sm(plan.k)),
+                resident(t.smem, fwd_base_blocks_per_sm(plan.k)));
+    }
+    if (plan.fwd_fused_smem > 0) {
+      ++fused;
+      const WtconvTile& t = plan.fwd_base;
+      const FwdFusedLayout l = fwd_fused_layout(plan.k, t.th, t.tw, t.np, esize);
+      EXPECT_EQ(plan.fwd_fused_smem, l.bytes());
+      EXPECT_EQ(plan.L, 2);
+      EXPECT_EQ(plan.stride, 1);
+      EXPECT_EQ(t.th % 4, 0);
+      EXPECT_EQ(t.tw % 8, 0);
+      EXPECT_EQ(l.th2 * 4, t.th);                       // level 2's tile is a quarter of the outputs
+      EXPECT_EQ(l.qh, (t.th + 1) / 2 + 4 * plan.r);     // level 1 + its halo + level 2's halo
+      expect_box(l.xp, l.xw, l.xh, l.inplace);
+      EXPECT_EQ(l.filter_bytes % 128, 0u);
+      EXPECT_EQ(l.box_bytes % 128, 0u);
+      EXPECT_LE(plan.fwd_fused_smem, kSmemBudget);
+      EXPECT_GE(resident(plan.fwd_fused_smem, fwd_base_blocks_per_sm(plan.k)),
                 resident(t.smem, fwd_base_blocks_per_sm(plan.k)));
     }
     if (plan.bwd_base_tma_smem > 0) {
@@ -258,6 +281,7 @@ TEST(WtconvPlan, RandomProblemsTmaLayoutsFitTheBoxRules) {
   }
   EXPECT_GT(fwd, 200);  // the generator reaches both paths (294 and 65 times with this seed)
   EXPECT_GT(bwd, 40);
+  EXPECT_GT(fused, 0);
 }
 
 // Workspace regions [offset, offset + bytes) of one pass, in the order the plan lays them out.

@@ -104,23 +104,27 @@ Status forward_typed(const WtconvPlan& plan, const T* x, const WtconvParams& prm
     Status st = ll_chain<T, float>(plan, x, 1, ws, plan.fwd_x, stream);
     if (!st.ok()) return st;
   }
-  for (int l = plan.L; l >= 2; --l) {
-    const Status st = plan.level_reads_activations(l, false)
-                          ? forward_level<T>(plan, l, prm, x, ws, stream)
-                          : forward_level<float>(plan, l, prm, ws_at(ws, plan.fwd_x[l - 1]), ws, stream);
-    if (!st.ok()) return st;
-  }
   FwdBaseArgs<T> a;
   a.x = x;
-  a.rin = plan.L >= 2 ? ws_at(ws, plan.fwd_r[1]) : nullptr;
   a.y = y;
   a.w0 = prm.base_weight; a.b0 = prm.base_bias; a.s0 = prm.base_scale;
   a.w1 = prm.level_weight[0]; a.s1 = prm.level_scale[0];
+  if (plan.L == 2) { a.w2 = prm.level_weight[1]; a.s2 = prm.level_scale[1]; }
   a.B = int(plan.B); a.C = int(plan.C); a.H = int(plan.H); a.W = int(plan.W);
   a.Ho = int(plan.Ho); a.Wo = int(plan.Wo); a.h1 = int(plan.hl[1]); a.w1g = int(plan.wl[1]);
   a.k = plan.k; a.stride = plan.stride;
   a.g = geom_of(plan.fwd_base);
   a.tma_smem = plan.fwd_base_tma_smem;
+  a.fused_smem = plan.fwd_fused_smem;
+  prepare_forward_base(a);  // a fused forward computes level 2 in the base kernel: no level kernel, no R_1
+  if (!a.fuse2)
+    for (int l = plan.L; l >= 2; --l) {
+      const Status st = plan.level_reads_activations(l, false)
+                            ? forward_level<T>(plan, l, prm, x, ws, stream)
+                            : forward_level<float>(plan, l, prm, ws_at(ws, plan.fwd_x[l - 1]), ws, stream);
+      if (!st.ok()) return st;
+    }
+  a.rin = plan.L >= 2 && !a.fuse2 ? ws_at(ws, plan.fwd_r[1]) : nullptr;
   return cuda_status(launch_forward_base<T>(a, plan.fwd_base.smem, stream), "wtconv forward base launch");
 }
 

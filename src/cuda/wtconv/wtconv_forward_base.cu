@@ -18,38 +18,94 @@ namespace wtconv_detail {
 // kTma: the TMA-staged instance (a.tma), compiled apart so that the other instances keep their
 // registers (with the TMA state live across the item loop, the 16-bit k = 5 kernels spilled and the
 // small shapes that cannot take TMA ran up to 5% slower).
-template <typename T, int K, bool kTma>
+// The fused forward's Haar pass: per 4 x 4 pixel block of the box (np x xh rows, `pitch` elements
+// apart, the tile's column 0 at `off`), its four 2x2 blocks' Y_1 (np x 4 x qh x qw) and the Haar
+// analysis of their four LL values, Y_2 (np x 4 x eh2 x ew2; X_1 = LL(x) with the cascade's
+// formula, which haar4's LL is). With `copy` the pixels also go to the float tile (rows xw apart).
+template <typename T>
+__device__ __forceinline__ void haar2_pass_from_tile(const T* buf, int pitch, int off, bool copy, float* xs, int xh,
+                                                     int xw, float* ys, int qh, int qw, float* y2s, int eh2,
+                                                     int ew2, int np, const TileDivmod& plane,
+                                                     const TileDivmod& row) {
+  for (int e = threadIdx.x; e < np * eh2 * ew2; e += blockDim.x) {
+    const Pos3 q = split3(e, plane, row);
+    const T* src = buf + (q.p * xh + 4 * q.y) * pitch + off + 4 * q.x;
+    float4 px[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      if (sizeof(T) == 4 && !copy) {
+        px[i] = load4(src + i * pitch);
+      } else {
+        const float2 u0 = load2(src + i * pitch), u1 = load2(src + i * pitch + 2);
+        px[i] = make_float4(u0.x, u0.y, u1.x, u1.y);
+      }
+      if (copy) *reinterpret_cast<float4*>(xs + (q.p * xh + 4 * q.y + i) * xw + 4 * q.x) = px[i];
+    }
+    float z[2][2][4];  // [block row][block column][subband]
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      haar4(px[2 * i].x, px[2 * i].y, px[2 * i + 1].x, px[2 * i + 1].y, z[i][0]);
+      haar4(px[2 * i].z, px[2 * i].w, px[2 * i + 1].z, px[2 * i + 1].w, z[i][1]);
+    }
+#pragma unroll
+    for (int t = 0; t < 4; ++t)
+#pragma unroll
+      for (int i = 0; i < 2; ++i)  // 8-byte aligned: qw, qh * qw even
+        *reinterpret_cast<float2*>(ys + (q.p * 4 + t) * qh * qw + (2 * q.y + i) * qw + 2 * q.x) =
+            make_float2(z[i][0][t], z[i][1][t]);
+    float y2[4];
+    haar4(z[0][0][0], z[0][1][0], z[1][0][0], z[1][1][0], y2);
+#pragma unroll
+    for (int t = 0; t < 4; ++t) y2s[(q.p * 4 + t) * eh2 * ew2 + q.y * ew2 + q.x] = y2[t];
+  }
+}
+
+// kFuse2 (with kTma): level 2 fused (a.fuse2, fwd_fused_layout). The tile grows by level 2's halo,
+// r level-1 coefficients (2 r pixels) on every side, so qh, qw, xh, xw and the origin below are
+// those of the larger region; the level-1 convs read its inner part.
+template <typename T, int K, bool kTma, bool kFuse2>
 __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
     forward_base_kernel(const __grid_constant__ FwdBaseArgs<T> a) {
+  static_assert(!kFuse2 || (kTma && K > 0), "the fused forward stages with TMA");
   extern __shared__ __align__(128) float smem[];
   const int k = K ? K : a.k, r = k / 2, kk = k * k, s = a.stride;
   const int c = blockIdx.x / a.g.splits, split = blockIdx.x % a.g.splits;
   const int th = a.g.th, tw = a.g.tw, np = a.g.np;
   const int qih = fwd_base_coef_extent(s, th), qiw = fwd_base_coef_extent(s, tw);
-  const int qh = qih + 2 * r, qw = qiw + 2 * r;
+  const int g2 = kFuse2 ? r : 0;        // level 2's halo around the tile (level-1 coefficients)
+  const int qh = qih + 2 * r + 2 * g2, qw = qiw + 2 * r + 2 * g2;
   const int xh = 2 * qh, xw = 2 * qw;
+  const int th2 = qih / 2, tw2 = qiw / 2, eh2 = qh / 2, ew2 = qw / 2;  // level 2 (fused only)
   const int fs = filter_stride(k);
   float* w0s = smem;                    // s0 * W0
   float* w1s = w0s + fs;                // 4 filters 0.5 * s1 * W1, fs apart
+  float* w2s = w1s + 4 * fs;            // fused: 4 filters 0.25 * s2 * W2
   // Without TMA: x tile, Y_1, subband results. With TMA (fwd_base_tma_layout): the two boxes
   // (128-byte aligned) and their mbarriers, Y_1, subband results, the float x tile (unless in place).
   float* xs = w1s + 4 * fs;             // np x xh x xw
   float* ys = xs + np * xh * xw;        // np x 4 x qh x qw
-  unsigned char* const tbuf = reinterpret_cast<unsigned char*>(smem) + (5 * fs * 4 + 127) / 128 * 128;
+  unsigned char* const tbuf =
+      reinterpret_cast<unsigned char*>(smem) + ((kFuse2 ? 9 : 5) * fs * 4 + 127) / 128 * 128;
   const size_t tbytes = kTma ? (size_t(np) * xh * a.xp * sizeof(T) + 127) / 128 * 128 : 0;
-  uint64_t* const bars = reinterpret_cast<uint64_t*>(tbuf + 2 * tbytes);
+  uint64_t* const bars = reinterpret_cast<uint64_t*>(tbuf + (kFuse2 ? 1 : 2) * tbytes);
   if constexpr (kTma) {
     ys = reinterpret_cast<float*>(bars + 2);
-    xs = ys + np * 4 * qh * qw + np * 4 * qih * qiw;  // the float tile; in place: set per item
+    // the float tile (in place: set per item); fused: behind Y_2 and Z_2
+    xs = ys + np * 4 * qh * qw + np * 4 * qih * qiw + (kFuse2 ? np * 4 * (eh2 * ew2 + th2 * tw2) : 0);
   }
   float* zs = ys + np * 4 * qh * qw;    // np x 4 x qih x qiw
+  float* y2s = zs + np * 4 * qih * qiw;  // fused: np x 4 x eh2 x ew2
+  float* z2s = y2s + np * 4 * eh2 * ew2;  // fused: np x 4 x th2 x tw2
   const float s0 = a.s0[c];
   const float bias = a.b0 ? s0 * a.b0[c] : 0.f;
-  for (int i = threadIdx.x; i < 5 * kk; i += blockDim.x) {
+  for (int i = threadIdx.x; i < (kFuse2 ? 9 : 5) * kk; i += blockDim.x) {
     if (i < kk) w0s[i] = s0 * a.w0[int64_t(c) * kk + i];
-    else {
+    else if (i < 5 * kk) {
       const int e = i - kk, t = e / kk;
       w1s[t * fs + e % kk] = 0.5f * a.s1[4 * c + t] * a.w1[int64_t(4 * c) * kk + e];
+    } else {  // as the level kernel folds them (weight * scale * 2^-2)
+      const int e = i - 5 * kk, t = e / kk;
+      w2s[t * fs + e % kk] = a.w2[int64_t(4 * c) * kk + e] * a.s2[4 * c + t] * 0.25f;
     }
   }
 
@@ -59,7 +115,7 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
   // and planes past the batch, arrive as zeros).
   const auto request_tile = [&](int64_t item, int buf) {
     const ItemPos pos = decode_item(a.g, item);
-    const int x0y = 2 * (((s * pos.y0) >> 1) - r), x0x = 2 * (((s * pos.x0) >> 1) - r);
+    const int x0y = 2 * (((s * pos.y0) >> 1) - r - g2), x0x = 2 * (((s * pos.x0) >> 1) - r - g2);
     mbarrier_expect_bytes(bars + buf, uint32_t(np * xh * a.xp * sizeof(T)));
     tma_load_4d(tbuf + buf * tbytes, &a.xmap, x0x - tma_box_offset(x0x, sizeof(T)), x0y, c, pos.b0, bars + buf);
   };
@@ -70,15 +126,30 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
       mbarrier_init_fence();
     }
     __syncthreads();
-    if (threadIdx.x == 0 && begin < end) request_tile(begin, 0);
+    if (!kFuse2 && threadIdx.x == 0 && begin < end) request_tile(begin, 0);
   }
   int iteration = 0;
   for (int64_t item = begin; item < end; item += step, ++iteration) {
     const ItemPos pos = decode_item(a.g, item);
     const int qay = (s * pos.y0) >> 1, qax = (s * pos.x0) >> 1;  // first interior coefficient
-    const int x0y = 2 * (qay - r), x0x = 2 * (qax - r);           // x origin of the tile
+    const int x0y = 2 * (qay - r - g2), x0x = 2 * (qax - r - g2);  // x origin of the tile
     __syncthreads();
-    if constexpr (kTma) {
+    if constexpr (kFuse2) {
+      // One box, this item's (requested once the barrier above freed it); the next one's goes to
+      // L2 meanwhile. Then Y_1 and Y_2 from the same 4 x 4 pixel blocks.
+      if (threadIdx.x == 0) {
+        request_tile(item, 0);
+        if (item + step < end) {
+          const ItemPos nx = decode_item(a.g, item + step);
+          const int ny = 2 * (((s * nx.y0) >> 1) - r - g2), nxx = 2 * (((s * nx.x0) >> 1) - r - g2);
+          tma_prefetch_4d(&a.xmap, nxx - tma_box_offset(nxx, sizeof(T)), ny, c, nx.b0);
+        }
+      }
+      mbarrier_wait(bars, uint32_t(iteration) & 1u);
+      if (a.tma_inplace) xs = reinterpret_cast<float*>(tbuf);
+      haar2_pass_from_tile(reinterpret_cast<const T*>(tbuf), a.xp, tma_box_offset(x0x, sizeof(T)), !a.tma_inplace,
+                           xs, xh, xw, ys, qh, qw, y2s, eh2, ew2, np, a.fplane, a.frow);
+    } else if constexpr (kTma) {
       // Buffer iteration % 2 holds this item; the other one, free since the barrier above, takes
       // the next item's tile while this one is computed.
       const int buf = iteration & 1;
@@ -133,7 +204,14 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
       const int jobs = np * 4 * int(a.qstrips.divisor) * qiw;
       const float* res0 = a.rin ? a.rin + (int64_t(pos.b0) * a.C + c) * a.h1 * a.w1g : nullptr;
       const int64_t res_pstride = int64_t(a.C) * a.h1 * a.w1g;
-      if (a.pair_sub)  // two columns per job (qiw even)
+      if constexpr (kFuse2) {  // level 1 from the inner part of Y_1, and level 2; R_1 joins Z_1 below
+        subband_conv_phase<K, 4, 2>(np * 4 * int(a.qstrips4.divisor) * (qiw / 2), a.qcols2, a.qstrips4, qih, qiw,
+                                    w1s, ys + g2 * qw + g2, qh * qw, qw, qh - g2, zs, (const float*)nullptr, 0,
+                                    0, 0, 0, 0, 0);
+        subband_conv_phase<K, 4, 2>(np * 4 * int(a.l2strips.divisor) * int(a.l2cols.divisor), a.l2cols, a.l2strips,
+                                    th2, tw2, w2s, y2s, eh2 * ew2, ew2, eh2, z2s, (const float*)nullptr, 0, 0, 0,
+                                    0, 0, 0);
+      } else if (a.pair_sub)  // two columns per job (qiw even)
         subband_conv_phase<K, 4, 2>(np * 4 * int(a.qstrips4.divisor) * (qiw / 2), a.qcols2, a.qstrips4, qih, qiw,
                                     w1s, ys, qh * qw, qw, qh, zs, res0, res_pstride, a.B - pos.b0, qay, qax, a.h1,
                                     a.w1g);
@@ -190,7 +268,15 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
 #pragma unroll
             for (int o = 0; o < R; o += 2, zp += qiw, yp += 2 * int64_t(a.Wo)) {
               if (o >= n) break;
-              const float z[4] = {zp[0], zp[zplane], zp[2 * zplane], zp[3 * zplane]};
+              float z[4] = {zp[0], zp[zplane], zp[2 * zplane], zp[3 * zplane]};
+              if constexpr (kFuse2) {
+                // + R_1 at this coefficient: the level-2 synthesis the level kernel would have stored
+                // (level-1 tile coefficient (cy, cx); the tile origin is a multiple of 4 outputs).
+                const int cy = ((oy0 >> 1) - qay) + (o >> 1), cx = (ox >> 1) - qax;
+                const float* z2 = z2s + (p * 4 * th2 + (cy >> 1)) * tw2 + (cx >> 1);
+                const float v[4] = {z2[0], z2[th2 * tw2], z2[2 * th2 * tw2], z2[3 * th2 * tw2]};
+                z[0] += synth_child(v, cy & 1, cx & 1);
+              }
 #pragma unroll
               for (int u = 0; u < NC; ++u) {
                 if (u >= ncols) break;
@@ -263,7 +349,42 @@ cudaError_t launch_forward_base(const FwdBaseArgs<T>& args, size_t smem, cudaStr
     a.qcols2 = pair_count(qiw);
     a.qstrips4 = strip_count(qih, kStripRows);
   }
-  const size_t plain_smem = smem;
+  size_t launch_smem = smem;
+  if (a.fuse2) launch_smem = a.fused_smem;
+  else if (a.tma) launch_smem = a.tma_smem;
+  const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
+  return dispatch_kernel_size(a.k, [&](auto kc) {
+    constexpr int K = decltype(kc)::value;
+    // TMA instances for the specialised sizes only (the fused one for even r: fwd_fused_smem); the
+    // runtime-k path stages as before.
+    if (a.fuse2) {
+      if constexpr (K != 0 && (K / 2) % 2 == 0)
+        return launch_with_smem(forward_base_kernel<T, K, true, true>, blocks, launch_smem, stream, a);
+      else
+        return cudaErrorNotSupported;  // the plan fuses only sizes with that instance (fwd_fused_smem)
+    }
+    if constexpr (K != 0)
+      if (a.tma) return launch_with_smem(forward_base_kernel<T, K, true, false>, blocks, launch_smem, stream, a);
+    return launch_with_smem(forward_base_kernel<T, K, false, false>, blocks, smem, stream, a);
+  });
+}
+
+template <typename T>
+void prepare_forward_base(FwdBaseArgs<T>& a) {
+  a.tma = a.fuse2 = false;
+  if (a.fused_smem > 0 && a.w2 != nullptr && a.s2 != nullptr) {
+    const FwdFusedLayout l = fwd_fused_layout(a.k, a.g.th, a.g.tw, a.g.np, int(sizeof(T)));
+    if (encode_plane_box_map(&a.xmap, a.x, int(sizeof(T)), a.W, a.H, a.C, a.B, l.xp, l.xh, a.g.np)) {
+      a.tma = a.fuse2 = true;
+      a.xp = l.xp;
+      a.tma_inplace = l.inplace;
+      a.fplane = TileDivmod(uint32_t(l.eh2 * l.ew2));
+      a.frow = TileDivmod(uint32_t(l.ew2));
+      a.l2cols = pair_count(l.tw2);
+      a.l2strips = strip_count(l.th2, kStripRows);
+      return;
+    }
+  }
   if (a.tma_smem > 0) {
     const FwdBaseTmaLayout l = fwd_base_tma_layout(a.k, a.stride, a.g.th, a.g.tw, a.g.np, int(sizeof(T)));
     a.tma = encode_plane_box_map(&a.xmap, a.x, int(sizeof(T)), a.W, a.H, a.C, a.B, l.xp, l.xh, a.g.np);
@@ -272,19 +393,13 @@ cudaError_t launch_forward_base(const FwdBaseArgs<T>& args, size_t smem, cudaStr
       a.tma_inplace = l.inplace;
       a.hplane = TileDivmod(uint32_t(l.xh / 2 * (l.xw / 4)));
       a.hrow = TileDivmod(uint32_t(l.xw / 4));
-      smem = a.tma_smem;
     }
   }
-  const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
-  return dispatch_kernel_size(a.k, [&](auto kc) {
-    constexpr int K = decltype(kc)::value;
-    // TMA instances for the specialised sizes only; the runtime-k path stages as before.
-    if constexpr (K != 0)
-      if (a.tma) return launch_with_smem(forward_base_kernel<T, K, true>, blocks, smem, stream, a);
-    return launch_with_smem(forward_base_kernel<T, K, false>, blocks, plain_smem, stream, a);
-  });
 }
 
+template void prepare_forward_base<float>(FwdBaseArgs<float>&);
+template void prepare_forward_base<__half>(FwdBaseArgs<__half>&);
+template void prepare_forward_base<__nv_bfloat16>(FwdBaseArgs<__nv_bfloat16>&);
 template cudaError_t launch_forward_base<float>(const FwdBaseArgs<float>&, size_t, cudaStream_t);
 template cudaError_t launch_forward_base<__half>(const FwdBaseArgs<__half>&, size_t, cudaStream_t);
 template cudaError_t launch_forward_base<__nv_bfloat16>(const FwdBaseArgs<__nv_bfloat16>&, size_t, cudaStream_t);

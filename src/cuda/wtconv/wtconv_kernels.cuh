@@ -70,7 +70,18 @@ struct FwdBaseArgs {
   int xp = 0;                // box pitch (elements)
   TileDivmod hplane, hrow;   // Haar pass: 2 x 4 pixel quads per plane (qh * qw / 2) and per row (qw / 2)
   CUtensorMap xmap;          // W x H x C x B, box xp x xh x 1 x np
+  // Level 2 fused (L = 2, plan.fwd_fused_smem > 0 and the map encodes; prepare_forward_base):
+  // no level kernel, no R_1; level 2's weights and scales here.
+  size_t fused_smem = 0;     // from the plan; 0: no fusion
+  bool fuse2 = false;
+  const float *w2 = nullptr, *s2 = nullptr;
+  TileDivmod fplane, frow;      // fused Haar pass: 4 x 4 pixel blocks per plane (eh2 * ew2) and per row (ew2)
+  TileDivmod l2cols, l2strips;  // level-2 convs: column pairs of tw2, 4-row strips of th2
 };
+// Host: the forward base's staging (TMA, level 2 fused) and its tensor map, decided before the
+// level kernels, which a fused forward skips.
+template <typename T>
+void prepare_forward_base(FwdBaseArgs<T>& a);
 template <typename T>
 cudaError_t launch_forward_base(const FwdBaseArgs<T>& a, size_t smem, cudaStream_t stream);
 

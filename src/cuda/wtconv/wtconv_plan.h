@@ -57,6 +57,7 @@ struct WtconvPlan {
   }
   WtconvTile fwd_base, bwd_base;                              // base + level 1
   size_t fwd_base_tma_smem = 0;  // > 0: the forward base may stage x with TMA (fwd_base_tma_smem())
+  size_t fwd_fused_smem = 0;     // > 0: an L = 2 forward may fuse level 2 into the base kernel
   size_t bwd_base_tma_smem = 0;  // > 0: the backward base may stage x and dy with TMA
   WtconvTile fwd_level[kWtconvMaxLevels + 1], bwd_level[kWtconvMaxLevels + 1];  // l >= 2
 };
@@ -182,6 +183,57 @@ inline FwdBaseTmaLayout fwd_base_tma_layout(int k, int s, int th, int tw, int np
   t.floats = size_t(np) * (4 * qh * qw + 4 * qih * qiw) + (t.inplace ? 0 : size_t(np) * t.xh * t.xw);
   t.buffer_bytes = align_up(size_t(np) * t.xh * t.xp * esize, 128);
   return t;
+}
+
+// Forward base with level 2 fused (L = 2, fwd_level2_fused): the x box also covers level 2's halo
+// (2 r more pixels on every side; one box, single-buffered, the next item's box prefetched into
+// L2), the Haar pass forms Y_1 over that larger region and Y_2 = Haar(LL(Y_1)) from the same
+// 4 x 4 pixel blocks, and the level-2 convs (th/4 x tw/4 per plane) run beside the level-1 ones.
+// Layout: nine filters (base, level 1, level 2) rounded up to 128 bytes, the box, the mbarrier,
+// Y_1 (np x 4 x qh x qw over the larger region), Z_1, Y_2 (np x 4 x eh2 x ew2), Z_2, and the float
+// tile unless the fp32 box is read in place.
+struct FwdFusedLayout {
+  bool inplace = false;
+  int xh = 0, xw = 0, xp = 0, qh = 0, qw = 0, th2 = 0, tw2 = 0, eh2 = 0, ew2 = 0;
+  size_t filter_bytes = 0, box_bytes = 0, floats = 0;
+  size_t bytes() const { return filter_bytes + box_bytes + 16 + floats * 4; }
+};
+inline FwdFusedLayout fwd_fused_layout(int k, int th, int tw, int np, int esize) {
+  const int r = k / 2, per16 = 16 / esize;
+  FwdFusedLayout t;
+  t.th2 = th / 4;
+  t.tw2 = tw / 4;
+  t.eh2 = t.th2 + 2 * r;
+  t.ew2 = t.tw2 + 2 * r;
+  t.qh = 2 * t.eh2;
+  t.qw = 2 * t.ew2;
+  t.xh = 2 * t.qh;
+  t.xw = 2 * t.qw;
+  t.inplace = esize == 4 && tw % 4 == 0 && (4 * r) % 4 == 0 && t.xw % 4 == 0;
+  t.xp = t.inplace ? t.xw : (t.xw + per16 - 2 + per16 - 1) / per16 * per16;
+  t.filter_bytes = align_up(9 * size_t(filter_stride(k)) * 4, 128);
+  t.box_bytes = align_up(size_t(np) * t.xh * t.xp * esize, 128);
+  t.floats = size_t(np) * (4 * size_t(t.qh) * t.qw + 4 * size_t(th / 2) * (tw / 2) + 4 * size_t(t.eh2) * t.ew2 +
+                           4 * size_t(t.th2) * t.tw2) +
+             (t.inplace ? 0 : size_t(np) * t.xh * t.xw);
+  return t;
+}
+// Whether the forward of an L = 2 problem fuses level 2 into the base kernel (its level kernel and
+// the R_1 round trip then disappear): stride 1, k = 5 (a specialised size with even r, so the
+// fused tile's rows stay 8-byte aligned for the paired convs), tiles of 4k x 8k outputs (level 2's
+// tile is a quarter of them, in column pairs),
+// rows of whole 16 bytes, box sides <= 256, and the layout keeping the resident blocks of the
+// unfused kernel. Returns the shared memory, or 0.
+inline size_t fwd_fused_smem(const WtconvTile& t, int L, int64_t W, int k, int s, int esize, int blocks_per_sm) {
+  if (L != 2 || s != 1 || k != 5 || t.th % 4 != 0 || t.tw % 8 != 0 || (W * esize) % 16 != 0) return 0;
+  const FwdFusedLayout l = fwd_fused_layout(k, t.th, t.tw, t.np, esize);
+  if (l.xh > 256 || l.xp > 256 || t.np > 256) return 0;
+  const auto resident = [&](size_t b) {
+    const size_t n = kSmemPerSm / (b + kSmemReservedPerBlock);
+    return n < size_t(blocks_per_sm) ? n : size_t(blocks_per_sm);
+  };
+  if (l.bytes() > kSmemBudget || resident(l.bytes()) < resident(t.smem)) return 0;
+  return l.bytes();
 }
 
 // Whether the forward base stages with TMA, from the problem: x rows a multiple of 16 bytes (the
@@ -349,6 +401,8 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p) {
                                              fwd_base_blocks_per_sm(plan.k));
   plan.bwd_base_tma_smem =
       bwd_base_tma_smem(plan.bwd_base, plan.W, plan.k, plan.stride, int(plan.chain_bytes));
+  plan.fwd_fused_smem = fwd_fused_smem(plan.fwd_base, plan.L, plan.W, plan.k, plan.stride, int(plan.chain_bytes),
+                                       fwd_base_blocks_per_sm(plan.k));
   plan.fwd_level2_direct = level2_reads_activations(plan.L, plan.stride, false);
   plan.bwd_level2_direct = level2_reads_activations(plan.L, plan.stride, true);
   for (int l = 2; l <= plan.L; ++l) {
@@ -394,8 +448,10 @@ inline void plan_io_bytes(const WtconvPlan& plan, size_t e, uint64_t* forward, u
   uint64_t chain = 0;
   for (int l = 1; l < L; ++l) chain += n(l);
   uint64_t fwd = N * e + No * e, bwd = (2 * N + No) * e;  // base kernels
+  // A fused L = 2 forward (fwd_fused_smem) moves x and y alone: level 2 runs in the base kernel.
+  const bool fused = plan.fwd_fused_smem > 0;
   if (L >= 2) {
-    fwd += 4 * n(1);  // the base kernel reads R_1
+    if (!fused) fwd += 4 * n(1);  // the base kernel reads R_1
     bwd += e * n(1);  // the base kernel reads dX_1
     if (!plan.fwd_level2_direct) fwd += N * e + 4 * chain;  // cascade of x
     // cascades of x and dy (level 1 in e bytes, deeper in 4)
@@ -405,7 +461,7 @@ inline void plan_io_bytes(const WtconvPlan& plan, size_t e, uint64_t* forward, u
     // Level 2 reads X_1 (or x) and writes R_1; the backward reads X_1 and G_1 (or x and dy) and
     // writes dX_1.
     const bool fd = plan.level_reads_activations(l, false), bd = plan.level_reads_activations(l, true);
-    fwd += (fd ? N * e : 4 * n(l - 1)) + 4 * n(l - 1) + (l < L ? 4 * n(l) : 0);
+    if (!fused) fwd += (fd ? N * e : 4 * n(l - 1)) + 4 * n(l - 1) + (l < L ? 4 * n(l) : 0);
     bwd += (bd ? 2 * N * e : (l == 2 ? e : 4) * 2 * n(l - 1)) + (l == 2 ? e : 4) * n(l - 1) + (l < L ? 4 * n(l) : 0);
   }
   const int kk = plan.k * plan.k;
