@@ -62,7 +62,7 @@ struct FwdBaseArgs {
   QuadDivisors<TileDivmod> quads;  // quad jobs over the qh rows of the x tile
   bool pair_base, pair_sub;  // two columns per strip job in the base / level-1 subband convs
   TileDivmod ocols2, ostrips4, qcols2, qstrips4;  // their column pairs and 4-row strips
-  // TMA staging (plan.fwd_base_tma_smem > 0 and the map encodes; set by the launcher): the x tile
+  // TMA staging (plan.fwd_base_tma_smem > 0 and the map encodes; set by prepare_forward_base): the x tile
   // of the next item streams into the other buffer while this one is computed.
   size_t tma_smem = 0;       // from the plan; 0: no TMA
   bool tma = false;
