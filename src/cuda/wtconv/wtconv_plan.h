@@ -21,8 +21,19 @@ constexpr size_t kSmemBudget = 96 * 1024;   // dynamic shared memory a block may
 constexpr int kTargetBlocks = 2048;         // ~15 blocks per SM on a 132-SM H200
 constexpr size_t kWorkspaceAlign = 256;
 // Shared memory of one SM and the share the runtime reserves per block on sm_90 (H100/H200):
-// used only to keep a padding choice from costing a resident block.
+// used only to keep a layout choice from costing a resident block.
 constexpr size_t kSmemPerSm = 228 * 1024, kSmemReservedPerBlock = 1024;
+// Blocks of `smem` dynamic shared-memory bytes that one SM holds, capped at the kernel's launch
+// bound.
+inline size_t resident_blocks(size_t smem, int bound) {
+  const size_t n = kSmemPerSm / (smem + kSmemReservedPerBlock);
+  return n < size_t(bound) ? n : size_t(bound);
+}
+// Whether a layout of `smem` bytes may replace the plain one of `plain_smem`: within the budget and
+// no resident block lost (padding, TMA boxes).
+inline bool layout_keeps_blocks(size_t smem, size_t plain_smem, int bound) {
+  return smem <= kSmemBudget && resident_blocks(smem, bound) >= resident_blocks(plain_smem, bound);
+}
 constexpr int kLevelCorrWarpsPerSubband = kBlockThreads / 32 / 4;  // backward level kernels
 
 struct WtconvTile {
@@ -102,6 +113,10 @@ WTCONV_HOST_DEVICE constexpr int bwd_base_blocks_per_sm(int k) { return k == 3 ?
 // spills at 3 (docs/wtconv.md, perf note 17).
 WTCONV_HOST_DEVICE constexpr int fwd_base_blocks_per_sm(int k) { return k == 7 ? 2 : 4; }
 
+// The kernel sizes compiled as template specialisations (dispatch_kernel_size); only they have
+// TMA-staged kernel instances, so the plan grants TMA layouts to them alone.
+WTCONV_HOST_DEVICE constexpr bool specialised_kernel_size(int k) { return k == 3 || k == 5 || k == 7; }
+
 // Padded pixel-tile pitch (floats) of the backward base kernel for a halo width of ew coefficients:
 // the smallest value >= 2 ew that is 4 mod 8. A multiple of 4 keeps the staging's 16-byte row
 // stores; an odd multiple of 4 puts 8 consecutive rows on 8 different bank pairs, so the base
@@ -177,7 +192,7 @@ inline FwdBaseTmaLayout fwd_base_tma_layout(int k, int s, int th, int tw, int np
   FwdBaseTmaLayout t;
   t.xh = 2 * qh;
   t.xw = 2 * qw;
-  t.inplace = esize == 4 && s == 1 && tw % 4 == 0 && (2 * r) % 4 == 0 && t.xw % 4 == 0;
+  t.inplace = esize == 4 && s == 1 && tw % 4 == 0 && r % 2 == 0;  // origins x0 - 2 r, x0 = tx tw
   t.xp = t.inplace ? t.xw : (t.xw + per16 - 2 + per16 - 1) / per16 * per16;
   t.filter_bytes = align_up(5 * size_t(filter_stride(k)) * 4, 128);
   t.floats = size_t(np) * (4 * qh * qw + 4 * qih * qiw) + (t.inplace ? 0 : size_t(np) * t.xh * t.xw);
@@ -209,7 +224,7 @@ inline FwdFusedLayout fwd_fused_layout(int k, int th, int tw, int np, int esize)
   t.qw = 2 * t.ew2;
   t.xh = 2 * t.qh;
   t.xw = 2 * t.qw;
-  t.inplace = esize == 4 && tw % 4 == 0 && (4 * r) % 4 == 0 && t.xw % 4 == 0;
+  t.inplace = esize == 4 && tw % 4 == 0;  // origins x0 - 4 r, x0 = tx tw
   t.xp = t.inplace ? t.xw : (t.xw + per16 - 2 + per16 - 1) / per16 * per16;
   t.filter_bytes = align_up(9 * size_t(filter_stride(k)) * 4, 128);
   t.box_bytes = align_up(size_t(np) * t.xh * t.xp * esize, 128);
@@ -228,26 +243,21 @@ inline size_t fwd_fused_smem(const WtconvTile& t, int L, int64_t W, int k, int s
   if (L != 2 || s != 1 || k != 5 || t.th % 4 != 0 || t.tw % 8 != 0 || (W * esize) % 16 != 0) return 0;
   const FwdFusedLayout l = fwd_fused_layout(k, t.th, t.tw, t.np, esize);
   if (l.xh > 256 || l.xp > 256 || t.np > 256) return 0;
-  const auto resident = [&](size_t b) {
-    const size_t n = kSmemPerSm / (b + kSmemReservedPerBlock);
-    return n < size_t(blocks_per_sm) ? n : size_t(blocks_per_sm);
-  };
-  if (l.bytes() > kSmemBudget || resident(l.bytes()) < resident(t.smem)) return 0;
+  if (!layout_keeps_blocks(l.bytes(), t.smem, blocks_per_sm)) return 0;
   return l.bytes();
 }
 
-// Whether the forward base stages with TMA, from the problem: x rows a multiple of 16 bytes (the
-// map's row stride), an even Y_1 halo width (the Haar pass takes 2 x 4 pixel quads), every box
-// side <= 256, and the boxes costing no resident block. Returns the shared memory, or 0.
+// Whether the forward base stages with TMA, from the problem: a specialised k, x rows a multiple
+// of 16 bytes (the map's row stride), an even Y_1 halo width (the Haar pass takes 2 x 4 pixel
+// quads), every box side <= 256, and the boxes costing no resident block. Returns the shared
+// memory, or 0.
 inline size_t fwd_base_tma_smem(const WtconvTile& t, int64_t W, int k, int s, int esize, int blocks_per_sm) {
   const FwdBaseTmaLayout l = fwd_base_tma_layout(k, s, t.th, t.tw, t.np, esize);
-  if ((W * esize) % 16 != 0 || (l.xw / 2) % 2 != 0 || l.xh > 256 || l.xp > 256 || t.np > 256) return 0;
+  if (!specialised_kernel_size(k) || (W * esize) % 16 != 0 || (l.xw / 2) % 2 != 0 || l.xh > 256 || l.xp > 256 ||
+      t.np > 256)
+    return 0;
   const size_t bytes = l.bytes();
-  const auto resident = [&](size_t b) {
-    const size_t n = kSmemPerSm / (b + kSmemReservedPerBlock);
-    return n < size_t(blocks_per_sm) ? n : size_t(blocks_per_sm);
-  };
-  if (bytes > kSmemBudget || resident(bytes) < resident(t.smem)) return 0;
+  if (!layout_keeps_blocks(bytes, t.smem, blocks_per_sm)) return 0;
   return bytes;
 }
 
@@ -283,21 +293,18 @@ WTCONV_HOST_DEVICE inline BwdBaseTmaLayout bwd_base_tma_layout(int k, int th, in
   return t;
 }
 
-// Whether the backward base stages with TMA, from the problem: fp32 at stride 1 (D is dy itself),
-// rows a multiple of 16 bytes and every tile origin 2 (x0 - r) 16-byte aligned (tw even, r even),
-// so the boxes can be the pixel tiles (pitch a multiple of 4 floats, <= 256); an even halo width
-// (2 x 4 pixel quads); no resident block lost to the alignment. Returns the shared memory, or 0.
+// Whether the backward base stages with TMA, from the problem: a specialised k, fp32 at stride 1
+// (D is dy itself), rows a multiple of 16 bytes and every tile origin 2 (x0 - r) 16-byte aligned
+// (tw even, r even), so the boxes can be the pixel tiles (pitch a multiple of 4 floats, <= 256);
+// an even halo width (2 x 4 pixel quads); no resident block lost to the alignment. Returns the
+// shared memory, or 0.
 inline size_t bwd_base_tma_smem(const WtconvTile& t, int64_t W, int k, int s, int esize) {
   const int r = k / 2, ew = t.tw + 2 * r;
   const BwdBaseTmaLayout l = bwd_base_tma_layout(k, t.th, t.tw, t.np, t.pixel_pitch);
-  if (esize != 4 || s != 1 || W % 4 != 0 || t.tw % 2 != 0 || r % 2 != 0 || ew % 2 != 0 || t.pixel_pitch % 4 != 0 ||
+  if (!specialised_kernel_size(k) || esize != 4 || s != 1 || W % 4 != 0 || t.tw % 2 != 0 || r % 2 != 0 || ew % 2 != 0 || t.pixel_pitch % 4 != 0 ||
       t.pixel_pitch > 256 || l.ph > 256 || t.np > 256)
     return 0;
-  const auto resident = [&](size_t b) {
-    const size_t n = kSmemPerSm / (b + kSmemReservedPerBlock);
-    return n < size_t(bwd_base_blocks_per_sm(k)) ? n : size_t(bwd_base_blocks_per_sm(k));
-  };
-  if (l.bytes > kSmemBudget || resident(l.bytes) < resident(t.smem)) return 0;
+  if (!layout_keeps_blocks(l.bytes, t.smem, bwd_base_blocks_per_sm(k))) return 0;
   return l.bytes;
 }
 
@@ -354,12 +361,8 @@ inline WtconvTile pick_bwd_base_tile(int64_t B, int64_t C, int64_t h1, int64_t w
   fit_tile(t, B, kBlockThreads / (t.th * t.tw), [&] { return bytes(plain()); });
   // Padded rows unless the padding costs a resident block (many small planes per block) or
   // leaves the budget.
-  const auto resident = [k](size_t b) {
-    const size_t n = kSmemPerSm / (b + kSmemReservedPerBlock);
-    return n < size_t(bwd_base_blocks_per_sm(k)) ? n : size_t(bwd_base_blocks_per_sm(k));
-  };
   const int padded = bwd_pixel_pitch(t.tw + 2 * (k / 2));
-  const bool pad = bytes(padded) <= kSmemBudget && resident(bytes(padded)) >= resident(bytes(plain()));
+  const bool pad = layout_keeps_blocks(bytes(padded), bytes(plain()), bwd_base_blocks_per_sm(k));
   t.pixel_pitch = pad ? padded : plain();
   t.smem = bytes(t.pixel_pitch);
   finish_tile(t, B, C, h1, w1);
