@@ -327,6 +327,11 @@ static int run_checks() {
   // with many planes per block and an odd height (appended: the cases before keep their seeds).
   cases.push_back({16, 3, 8, 8, 5, 2, 1, Precision::kFP32, true});
   cases.push_back({8, 2, 13, 16, 5, 2, 1, Precision::kBF16, false});
+  // L = 2 fp32 backwards that fuse level 2 into the base kernel (k = 5, stride 1, tiles of whole
+  // column quads): one plane and many planes per block, odd sizes, several tiles per plane.
+  cases.push_back({2, 3, 64, 64, 5, 2, 1, Precision::kFP32, true});
+  cases.push_back({16, 3, 16, 16, 5, 2, 1, Precision::kFP32, false});
+  cases.push_back({2, 2, 67, 100, 5, 2, 1, Precision::kFP32, true});
   int fails = 0;
   for (size_t i = 0; i < cases.size(); ++i) fails += check_case(cases[i], 1000 + uint32_t(i)) ? 0 : 1;
   std::printf("CHECK SUMMARY: %d of %zu cases failed\n", fails, cases.size());

@@ -210,22 +210,35 @@ TEST(WtconvGpu, ManyPlanesPerBlockAndSplits) {
 // fuses level 2 into the base kernel then runs the level kernel). All compute the same sums in the
 // same order, so every output must be bit-identical. The shapes cover in-place and copied boxes
 // (even and odd r), box origins off 16-byte alignment, boxes wider than the plane, 16-bit rows
-// that fail the 16-byte rule, strides 2 and 3, and fused forwards with one and many planes per block.
+// that fail the 16-byte rule, strides 2 and 3, and fused forwards and backwards with one and many
+// planes per block. A fused backward (fp32, L = 2, k = 5, stride 1: plan.h, bwd_fused_smem) sums
+// the level-1 and level-2 weight-gradient correlations over other row groups and tiles than the
+// two unfused kernels, so dW_1, ds_1, dW_2 and ds_2 may differ in the last bits there (checked to
+// 1e-6 relative); every other output must be bit-identical.
 TEST(WtconvGpu, VectorisedAndTmaStagingMatchScalar) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device: GPU test skipped";
   struct Shape { int B, C, H, W, k, L, s; };
   const Shape shapes[] = {{2, 3, 20, 24, 5, 2, 1}, {1, 2, 33, 68, 3, 3, 1}, {3, 2, 9, 4, 7, 1, 1},
                           {2, 2, 70, 132, 5, 1, 1}, {2, 2, 21, 40, 3, 2, 1}, {1, 2, 26, 64, 9, 2, 1},
                           {2, 2, 30, 48, 5, 2, 2}, {1, 3, 17, 40, 3, 1, 3}, {16, 3, 8, 8, 5, 2, 1},
-                          {2, 2, 37, 80, 5, 2, 1}};
+                          {2, 2, 37, 80, 5, 2, 1}, {16, 3, 16, 16, 5, 2, 1}, {2, 2, 67, 100, 5, 2, 1}};
   for (Precision prec : {Precision::kFP32, Precision::kFP16, Precision::kBF16})
     for (const Shape& sh : shapes) {
       const auto aligned = run_case(sh.B, sh.C, sh.H, sh.W, sh.k, sh.L, sh.s, prec, true, 77);
       const auto scalar = run_case(sh.B, sh.C, sh.H, sh.W, sh.k, sh.L, sh.s, prec, true, 77, 1);
+      ASSERT_EQ(aligned.size(), scalar.size());
       EXPECT_FALSE(aligned.empty());
-      EXPECT_TRUE(aligned == scalar) << "vectorised/TMA and scalar staging differ: B" << sh.B << " C" << sh.C << " "
-                                     << sh.H << "x" << sh.W << " k" << sh.k << " L" << sh.L << " s" << sh.s
-                                     << " prec" << int(prec);
+      const bool regrouped = prec == Precision::kFP32 && sh.L == 2 && sh.k == 5 && sh.s == 1;
+      for (size_t i = 0; i < aligned.size(); ++i) {
+        const bool level_grad = i >= 5;  // y, dx, dW0, ds0, db0, then dW_l, ds_l per level
+        if (regrouped && level_grad)
+          EXPECT_LE(rel_l2(decode(Precision::kFP32, aligned[i]), decode(Precision::kFP32, scalar[i])), 1e-6)
+              << "output " << i;
+        else
+          EXPECT_TRUE(aligned[i] == scalar[i])
+              << "vectorised/TMA and scalar staging differ in output " << i << ": B" << sh.B << " C" << sh.C << " "
+              << sh.H << "x" << sh.W << " k" << sh.k << " L" << sh.L << " s" << sh.s << " prec" << int(prec);
+      }
     }
 }
 

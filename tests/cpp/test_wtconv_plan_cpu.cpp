@@ -202,7 +202,7 @@ TEST(WtconvPlan, TmaBoxOriginsAreSixteenByteAligned) {
 // resident block; the kernels lay out their shared memory with the same functions.
 TEST(WtconvPlan, RandomProblemsTmaLayoutsFitTheBoxRules) {
   std::mt19937 rng(20261130);
-  int fwd = 0, bwd = 0, fused = 0;
+  int fwd = 0, bwd = 0, fused = 0, bfused = 0;
   const auto resident = [](size_t b, int bound) {
     const size_t n = kSmemPerSm / (b + kSmemReservedPerBlock);
     return n < size_t(bound) ? n : size_t(bound);
@@ -280,10 +280,40 @@ TEST(WtconvPlan, RandomProblemsTmaLayoutsFitTheBoxRules) {
       for (int64_t tx = 0; tx < t.tiles_x; ++tx) EXPECT_EQ(tma_box_offset(bwd_base_x_origin(int(tx), t.tw, plan.r), 4), 0);
       expect_fits(plan.bwd_base_tma_smem, t.smem, bwd_base_blocks_per_sm(plan.k));
     }
+    if (plan.bwd_fused_smem > 0) {
+      ++bfused;
+      const WtconvTile& t = plan.bwd_base;
+      const BwdFusedLayout l = bwd_fused_layout(plan.k, t.th, t.tw, t.np);
+      EXPECT_EQ(plan.bwd_fused_smem, l.bytes);
+      EXPECT_EQ(esize, 4);
+      EXPECT_EQ(plan.L, 2);
+      EXPECT_EQ(plan.stride, 1);
+      EXPECT_EQ(plan.k, 5);
+      EXPECT_EQ(t.th % 2, 0);
+      EXPECT_EQ(t.tw % 4, 0);
+      EXPECT_EQ(l.th2 * 2, t.th);                       // level 2's tile is a quarter of the coefficients
+      EXPECT_EQ(l.ph, 2 * (t.th + 4 * plan.r));         // level 1's tile + its halo + level 2's halo
+      EXPECT_GE(l.pitch, 2 * (t.tw + 4 * plan.r));
+      expect_box(l.pitch, 2 * (t.tw + 4 * plan.r), l.ph, true);
+      EXPECT_EQ(l.xs % 128, 0u);
+      EXPECT_EQ(l.ds % 128, 0u);
+      EXPECT_EQ(l.rest % 128, 0u);
+      EXPECT_GE(l.ds, l.xs + size_t(t.np) * l.ph * l.pitch * 4);
+      EXPECT_GE(l.rest, l.ds + size_t(t.np) * l.ph * l.pitch * 4);
+      EXPECT_LE(size_t(bwd_fused_red_floats(plan.k)) * 4, l.rest - l.xs);  // the partials reuse the boxes
+      EXPECT_EQ(l.bar % 8, 0u);
+      // Every box origin 2 (x0 - 2r) is 16-byte aligned (fp32), as the copy engine requires.
+      for (int64_t tx = 0; tx < t.tiles_x; ++tx)
+        EXPECT_EQ(tma_box_offset(bwd_base_x_origin(int(tx), t.tw, 2 * plan.r), 4), 0);
+      expect_fits(plan.bwd_fused_smem, t.smem, bwd_base_blocks_per_sm(plan.k));
+      // The level-2 partials' workspace holds one slot per base block.
+      EXPECT_GE(bwd_level_partial_splits(plan, 2), t.splits);
+    }
   }
-  EXPECT_GT(fwd, 200);  // the generator reaches all three layouts (304, 66 and 23 times with this seed)
+  EXPECT_GT(fwd, 200);  // the generator reaches all four layouts (304, 66, 23 and 7 times with this seed)
   EXPECT_GT(bwd, 40);
   EXPECT_GT(fused, 0);
+  EXPECT_GT(bfused, 0);
 }
 
 // Workspace regions [offset, offset + bytes) of one pass, in the order the plan lays them out.

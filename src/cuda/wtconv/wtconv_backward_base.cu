@@ -15,44 +15,68 @@ namespace wtconv_detail {
 
 // kTma: the TMA-staged instance (a.tma: fp32, tiles starting 16-byte aligned), compiled apart so
 // that the other instances keep their registers (bwd_base_tma_smem).
-template <typename T, int K, bool kTma>
+// kFuse2 (with kTma): level 2 fused (a.fuse2, bwd_fused_layout). The boxes grow by level 2's halo,
+// 2 r pixels on every side (gp below), Y_1 and G_1 keep the inner region, and the level-2 convs and
+// correlations run beside the level-1 ones.
+template <typename T, int K, bool kTma, bool kFuse2>
 __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
     backward_base_kernel(const __grid_constant__ BwdBaseArgs<T> a) {
+  static_assert(!kFuse2 || (kTma && K > 0), "the fused backward stages with TMA");
   extern __shared__ __align__(128) float smem[];
   constexpr int KM = K > 0 ? K : 15;
   const int k = K ? K : a.k, r = k / 2, kk = k * k, s = a.stride;
   const int c = blockIdx.x / a.g.splits, split = blockIdx.x % a.g.splits;
   const int th = a.g.th, tw = a.g.tw, np = a.g.np;
   const int eh = th + 2 * r, ew = tw + 2 * r, plane = eh * ew;
-  const int ph = 2 * eh, pw = a.pitch, pplane = ph * pw;  // pixel tile rows, pitch (>= 2 ew, plan)
-  const int jobs = 8 * k, parts = corr_parts_per_warp(k);
+  const int gp = kFuse2 ? 2 * r : 0;  // fused: pixels of level 2's halo around the pixel tile
+  const int ph = 2 * eh + 2 * gp, pw = a.pitch, pplane = ph * pw;  // pixel tile rows, pitch (>= 2 ew, plan)
+  const int th2 = th / 2, tw2 = tw / 2, eh2 = th2 + 2 * r, ew2 = tw2 + 2 * r;  // level 2 (fused only)
+  // Correlation jobs: [0, 4k) level 1, [4k, 8k) base, fused [8k, 12k) level 2 (subband, kernel row).
+  const int jobs = (kFuse2 ? 12 : 8) * k, parts = corr_parts_per_warp(k);
   const int fs = filter_stride(k);
   float* w0f = smem;                  // s0 * W0 flipped
   float* w1f = w0f + fs;              // 4 filters s1 * W1 flipped, fs apart
+  float* w2f = w1f + 4 * fs;          // fused: 4 filters s2 * W2 flipped
   float* xs = w1f + 4 * fs;           // np x pplane (16-byte aligned: paired correlation loads)
   float* ds = xs + np * pplane;       // np x pplane
-  // TMA (bwd_base_tma_layout): the boxes land in xs and ds, moved to 128-byte boundaries; the
-  // mbarrier sits behind everything else.
+  // TMA (bwd_base_tma_layout, bwd_fused_layout): the boxes land in xs and ds, moved to 128-byte
+  // boundaries; the mbarrier sits behind everything else.
   BwdBaseTmaLayout tl;
+  BwdFusedLayout fl;
   unsigned char* const sbase = reinterpret_cast<unsigned char*>(smem);
-  if constexpr (kTma) {
+  float* ys = ds + np * pplane;       // np x 4 x plane
+  if constexpr (kFuse2) {
+    fl = bwd_fused_layout(k, th, tw, np);
+    xs = reinterpret_cast<float*>(sbase + fl.xs);
+    ds = reinterpret_cast<float*>(sbase + fl.ds);
+    ys = reinterpret_cast<float*>(sbase + fl.rest);
+  } else if constexpr (kTma) {
     tl = bwd_base_tma_layout(k, th, tw, np, pw);
     xs = reinterpret_cast<float*>(sbase + tl.xs);
     ds = reinterpret_cast<float*>(sbase + tl.ds);
+    ys = ds + np * pplane;
   }
-  float* ys = ds + np * pplane;       // np x 4 x plane
+  // The pixel tiles of the base conv and correlation (fused: inside the boxes, 2 r pixels in).
+  const float* const xi = xs + gp * pw + gp;
+  const float* const di = ds + gp * pw + gp;
   float* gs = ys + np * 4 * plane;    // np x 4 x plane
   float* dz = gs + np * 4 * plane;    // np x 4 x th x tw subband convs + dX_1 (compile-time k only)
-  float* red = dz + np * 4 * th * tw; // parts x jobs x k
+  float* y2s = dz + np * 4 * th * tw;  // fused: np x 4 x eh2 x ew2 (Y_2), then G_2, then dY_2
+  float* g2s = y2s + np * 4 * eh2 * ew2;
+  float* dz2 = g2s + np * 4 * eh2 * ew2;  // np x 4 x th2 x tw2
+  float* red = kFuse2 ? xs : dz + np * 4 * th * tw;  // parts x jobs x k (fused: in the boxes, after the items)
   float* red_sum = red + parts * jobs * k;  // parts x 4
 
   const float s0 = a.s0[c];
-  for (int i = threadIdx.x; i < 5 * kk; i += blockDim.x) {
+  for (int i = threadIdx.x; i < (kFuse2 ? 9 : 5) * kk; i += blockDim.x) {
     if (i < kk) {
       w0f[i] = s0 * a.w0[int64_t(c) * kk + (kk - 1 - i)];
-    } else {
+    } else if (!kFuse2 || i < 5 * kk) {
       const int e = i - kk, t = e / kk, ij = e % kk;
       w1f[t * fs + ij] = a.s1[4 * c + t] * a.w1[int64_t(4 * c + t) * kk + (kk - 1 - ij)];
+    } else {  // as the level kernel folds them
+      const int e = i - 5 * kk, t = e / kk, ij = e % kk;
+      w2f[t * fs + ij] = a.s2[4 * c + t] * a.w2[int64_t(4 * c + t) * kk + (kk - 1 - ij)];
     }
   }
   // Correlation jobs: [0, 4k) level 1 (subband, kernel row); [4k, 8k) base (row quarter, kernel row).
@@ -62,13 +86,19 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
   // consecutive rows of one plane. Spreading the subbands over the lanes put rows of four planes
   // on one bank pair (4-way conflicts on the 8-byte loads). Base lanes keep (quarter, kernel row)
   // fastest; their rows are conflict-free when the pixel pitch is padded (bwd_pixel_pitch).
+  // Fused: the last two part slots of each level warp (lane / k >= parts - 2) take level 2's
+  // subband instead, in two parts of th/4 rows of tw/2 positions, and level 1 keeps parts - 2
+  // parts of th/4 rows of tw positions: the warp runs one loop, whose trip counts the two kinds of
+  // lane share (with one level-2 part, its th/2 rows ran after level 1's and the warp issued 1.5x).
   static_assert(kBlockThreads == 256, "four level warps, one per subband, then the base warps");
   const int half = kBlockThreads / 2, local = threadIdx.x % half, lane = threadIdx.x % 32;
   const bool base_job = int(threadIdx.x) >= half;
-  const int job = base_job ? 4 * k + local % (4 * k) : (local / 32) * k + lane % k;
-  const int part = base_job ? local / (4 * k) : lane / k;
-  const bool corr_thread = part < parts;
-  const int jb = base_job ? job - 4 * k : job;
+  const int lparts = kFuse2 ? parts - 2 : parts;  // level-1 parts
+  const bool l2_job = kFuse2 && !base_job && lane / k >= lparts;
+  const int job = base_job ? 4 * k + local % (4 * k) : (l2_job ? 8 * k : 0) + (local / 32) * k + lane % k;
+  const int part = base_job ? local / (4 * k) : lane / k - (l2_job ? lparts : 0);
+  const bool corr_thread = (l2_job ? lane / k : part) < parts;
+  const int jb = base_job ? job - 4 * k : job - (l2_job ? 8 * k : 0);
   const int sb = jb / k, ci = jb % k;  // level: subband; base: quarter
   double tot[KM];
 #pragma unroll
@@ -80,11 +110,12 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
   // followed by ds, ys, gs, dz), and those before it (kOy <= r, kOg <= 2r) in the same row.
   constexpr int kR = K / 2;
   const bool level_quads = plane % 4 == 0 && quad_corr_ok(ys, ew, 0, gs + r, ew, kR % 4, tw);
-  const bool base_quads = pplane % 4 == 0 && quad_corr_ok(xs + r, pw, kR % 4, ds + 2 * r, pw, (2 * kR) % 4, 2 * tw);
+  const bool base_quads = pplane % 4 == 0 && quad_corr_ok(xi + r, pw, kR % 4, di + 2 * r, pw, (2 * kR) % 4, 2 * tw);
+  const bool l2_quads = (eh2 * ew2) % 4 == 0 && quad_corr_ok(y2s, ew2, 0, g2s + r, ew2, kR % 4, tw2);
 
   int64_t begin, end, step;
   block_items<true>(a.g.items, a.g.splits, split, &begin, &end, &step);  // strided: halos from L2
-  uint64_t* const bar = reinterpret_cast<uint64_t*>(sbase + tl.bar);
+  uint64_t* const bar = reinterpret_cast<uint64_t*>(sbase + (kFuse2 ? fl.bar : tl.bar));
   if constexpr (kTma) {
     if (threadIdx.x == 0) {
       mbarrier_init(bar);
@@ -95,24 +126,31 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
   int iteration = 0;
   for (int64_t item = begin; item < end; item += step, ++iteration) {
     const ItemPos pos = decode_item(a.g, item);
-    const int py0 = 2 * (pos.y0 - r), px0 = 2 * (pos.x0 - r);  // pixel origin of the tile region
+    const int py0 = 2 * (pos.y0 - r) - gp, px0 = 2 * (pos.x0 - r) - gp;  // pixel origin of the box
     __syncthreads();
     if constexpr (kTma) {
       // One box of x and one of dy (zeros outside the planes and past the batch). The next item's
       // boxes go to L2 meanwhile: its load then waits on L2, not HBM.
       if (threadIdx.x == 0) {
-        mbarrier_expect_bytes(bar, uint32_t(2 * size_t(np) * tl.ph * pw * sizeof(T)));
+        mbarrier_expect_bytes(bar, uint32_t(2 * size_t(np) * ph * pw * sizeof(T)));
         tma_load_4d(xs, &a.xmap, px0, py0, c, pos.b0, bar);
         tma_load_4d(ds, &a.dmap, px0, py0, c, pos.b0, bar);
         if (item + step < end) {
           const ItemPos nx = decode_item(a.g, item + step);
-          tma_prefetch_4d(&a.xmap, 2 * (nx.x0 - r), 2 * (nx.y0 - r), c, nx.b0);
-          tma_prefetch_4d(&a.dmap, 2 * (nx.x0 - r), 2 * (nx.y0 - r), c, nx.b0);
+          tma_prefetch_4d(&a.xmap, 2 * (nx.x0 - r) - gp, 2 * (nx.y0 - r) - gp, c, nx.b0);
+          tma_prefetch_4d(&a.dmap, 2 * (nx.x0 - r) - gp, 2 * (nx.y0 - r) - gp, c, nx.b0);
         }
       }
       mbarrier_wait(bar, uint32_t(iteration) & 1u);
-      haar_pass_from_tile(xs, pw, 0, false, xs, ph, pw, ys, eh, ew, np, a.hplane, a.hrow);
-      haar_pass_from_tile(ds, pw, 0, false, ds, ph, pw, gs, eh, ew, np, a.hplane, a.hrow);
+      if constexpr (kFuse2) {  // Y_1, G_1 over the inner region (from block r / 2 on), Y_2 and G_2
+        haar2_pass_from_tile<float, true>(xs, pw, 0, false, xs, ph, pw, ys, eh, ew, r / 2, y2s, eh2, ew2, np,
+                                          a.fplane, a.frow);
+        haar2_pass_from_tile<float, true>(ds, pw, 0, false, ds, ph, pw, gs, eh, ew, r / 2, g2s, eh2, ew2, np,
+                                          a.fplane, a.frow);
+      } else {
+        haar_pass_from_tile(xs, pw, 0, false, xs, ph, pw, ys, eh, ew, np, a.hplane, a.hrow);
+        haar_pass_from_tile(ds, pw, 0, false, ds, ph, pw, gs, eh, ew, np, a.hplane, a.hrow);
+      }
     } else if (a.vec4) {
       // Quads of 4 columns, two rows each, of x and dy: the x and D tiles and Y_1, G_1 in one pass.
       const int xa = px0 & ~3, off = px0 - xa;
@@ -191,6 +229,10 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
       else
         subband_conv_phase<K, 4, 1>(jobs, a.qcols, a.qstrips, th, tw, w1f, gs, plane, ew, eh, dz, res0, res_pstride,
                                     a.B - pos.b0, pos.y0, pos.x0, a.h1, a.w1g);
+      if constexpr (kFuse2)  // level 2's subband convs (dY_2 without dX_2: level 2 is the last)
+        subband_conv_phase<K, kStripRows, 2>(np * 4 * int(a.l2strips.divisor) * int(a.l2cols.divisor), a.l2cols,
+                                             a.l2strips, th2, tw2, w2f, g2s, eh2 * ew2, ew2, eh2, dz2,
+                                             (const T*)nullptr, 0, 0, 0, 0, 0, 0);
       __syncthreads();
       // dx: base conv of D, register-blocked over strips of two pixel columns (the pixel tile is
       // 2 tw wide, so always even), + synthesis of dz: a 2 x 2 pixel block shares its dz loads.
@@ -203,8 +245,8 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
           const int col = 2 * j.col, p = j.slot, b = pos.b0 + p, x = 2 * pos.x0 + col, y0 = 2 * pos.y0 + j.row0;
           if (b >= a.B || x >= a.W || y0 >= a.H) continue;
           float acc[R][2];
-          conv_pair_strip<K, R, (K / 2) % 2 == 1>(w0f, ds + p * pplane + (j.row0 + r) * pw + (col + r), pw,
-                                                  ph - (j.row0 + r), acc);
+          conv_pair_strip<K, R, (K / 2) % 2 == 1>(w0f, di + p * pplane + (j.row0 + r) * pw + (col + r), pw,
+                                                  ph - gp - (j.row0 + r), acc);
           // Pixel rows [y0, y0 + n), y0 even, columns x, x + 1 (x even): one coefficient each pair.
           const int n = min(min(R, pth - j.row0), a.H - y0), ncols = min(2, a.W - x), dzplane = th * tw;
           const float* dp = dz + (p * 4 * th + (j.row0 >> 1)) * tw + j.col;
@@ -212,7 +254,15 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
 #pragma unroll
           for (int o = 0; o < R; o += 2, dp += tw, dxp += 2 * int64_t(a.W)) {
             if (o >= n) break;
-            const float d[4] = {dp[0], dp[dzplane], dp[2 * dzplane], dp[3 * dzplane]};
+            float d[4] = {dp[0], dp[dzplane], dp[2 * dzplane], dp[3 * dzplane]};
+            if constexpr (kFuse2) {
+              // + dX_1 at this coefficient: level 2's synthesis that the level kernel would have
+              // stored (coefficient (cy, cx) of the tile; its origin is even).
+              const int cy = (j.row0 >> 1) + (o >> 1), cx = j.col, z2plane = th2 * tw2;
+              const float* z2 = dz2 + (p * 4 * th2 + (cy >> 1)) * tw2 + (cx >> 1);
+              const float v[4] = {z2[0], z2[z2plane], z2[2 * z2plane], z2[3 * z2plane]};
+              d[0] += to_float(from_float<T>(0.5f * synth_child(v, cy & 1, cx & 1)));
+            }
 #pragma unroll
             for (int u = 0; u < 2; ++u) {
               if (u >= ncols) break;
@@ -258,14 +308,19 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
       for (int j = 0; j < KM; ++j) acc[j] = 0.f;
       float dsum = 0.f;
       if (!base_job) {
-        for_strided_rows(part, parts, th, np, [&](int p, int ty) {
-          corr_row_maybe_quads<K, 0, kR % 4>(level_quads, acc, ys + (p * 4 + sb) * plane + (ty + ci) * ew,
-                                             gs + (p * 4 + sb) * plane + (ty + r) * ew + r, tw, k);
+        // Level 1, or (fused) level 2 with the same loop over its planes.
+        const float* yb = l2_job ? y2s : ys;
+        const float* gb = l2_job ? g2s : gs;
+        const int lplane = l2_job ? eh2 * ew2 : plane, lpitch = l2_job ? ew2 : ew;
+        for_strided_rows(part, l2_job ? parts - lparts : lparts, l2_job ? th2 : th, np, [&](int p, int ty) {
+          corr_row_maybe_quads<K, 0, kR % 4>(l2_job ? l2_quads : level_quads, acc,
+                                             yb + (p * 4 + sb) * lplane + (ty + ci) * lpitch,
+                                             gb + (p * 4 + sb) * lplane + (ty + r) * lpitch + r, l2_job ? tw2 : tw, k);
         });
       } else {
         for_strided_rows(sb + 4 * part, 4 * parts, 2 * th, np, [&](int p, int py) {
-          const float* drow = ds + p * pplane + (py + 2 * r) * pw + 2 * r;
-          corr_row_maybe_quads<K, kR % 4, (2 * kR) % 4, true>(base_quads, acc, xs + p * pplane + (py + r + ci) * pw + r,
+          const float* drow = di + p * pplane + (py + 2 * r) * pw + 2 * r;
+          corr_row_maybe_quads<K, kR % 4, (2 * kR) % 4, true>(base_quads, acc, xi + p * pplane + (py + r + ci) * pw + r,
                                                               drow, 2 * tw, k, &dsum);
         });
       }
@@ -295,9 +350,17 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
         for (int q = 0; q < parts; ++q) sum += red_sum[q * 4 + u];
     } else {
       const int f = e - kk - 1, t = f / kk, i = (f / k) % k, j = f % k;
-      for (int q = 0; q < parts; ++q) sum += red[(q * jobs + t * k + i) * k + j];
+      for (int q = 0; q < lparts; ++q) sum += red[(q * jobs + t * k + i) * k + j];
     }
     out[e] = sum;
+  }
+  if constexpr (kFuse2) {  // level 2's partials, as the level kernel lays them out
+    float* out2 = a.partial2 + (int64_t(c) * a.g.splits + split) * 4 * kk;
+    for (int e = threadIdx.x; e < 4 * kk; e += blockDim.x) {
+      float sum = 0.f;
+      for (int q = 0; q < parts - lparts; ++q) sum += red[(q * jobs + 8 * k) * k + e];
+      out2[e] = sum;
+    }
   }
 }
 
@@ -323,30 +386,54 @@ cudaError_t launch_backward_base(const BwdBaseArgs<T>& args, size_t smem, cudaSt
     a.vec4 = a.stride == 1 && a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.x) % (4 * sizeof(T)) == 0 &&
              reinterpret_cast<uintptr_t>(a.dy) % (4 * sizeof(T)) == 0;
   }
-  const size_t plain_smem = smem;
-  if (a.tma_smem > 0) {
-    const BwdBaseTmaLayout l = bwd_base_tma_layout(a.k, a.g.th, a.g.tw, a.g.np, a.pitch);
-    a.tma = encode_plane_box_map(&a.xmap, a.x, int(sizeof(T)), a.W, a.H, a.C, a.B, a.pitch, l.ph, a.g.np) &&
-            encode_plane_box_map(&a.dmap, a.dy, int(sizeof(T)), a.Wo, a.Ho, a.C, a.B, a.pitch, l.ph, a.g.np);
-    if (a.tma) {
-      const int ew = a.g.tw + 2 * (a.k / 2);
-      a.hplane = TileDivmod(uint32_t(l.ph / 2 * (ew / 2)));
-      a.hrow = TileDivmod(uint32_t(ew / 2));
-      smem = a.tma_smem;
-    }
-  }
+  const size_t launch_smem = base_launch_smem(a, smem);
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
   return dispatch_kernel_size(a.k, [&](auto kc) {
     constexpr int K = decltype(kc)::value;
     // A TMA instance where the tiles can start 16-byte aligned (fp32, even r: k = 5 among the
     // specialised sizes). With the boxes copied into the tiles instead (k = 3, 7; 16-bit) the
     // spills it added cost more than the staging it saved (docs/wtconv.md, perf note 29).
-    if constexpr (std::is_same<T, float>::value && K != 0 && (K / 2) % 2 == 0)
-      if (a.tma) return launch_with_smem(backward_base_kernel<T, K, true>, blocks, smem, stream, a);
-    return launch_with_smem(backward_base_kernel<T, K, false>, blocks, plain_smem, stream, a);
+    if constexpr (std::is_same<T, float>::value && K != 0 && (K / 2) % 2 == 0) {
+      if (a.fuse2) return launch_with_smem(backward_base_kernel<T, K, true, true>, blocks, launch_smem, stream, a);
+      if (a.tma) return launch_with_smem(backward_base_kernel<T, K, true, false>, blocks, launch_smem, stream, a);
+    }
+    if (a.fuse2) return cudaErrorNotSupported;  // the plan fuses only sizes with that instance (bwd_fused_smem)
+    return launch_with_smem(backward_base_kernel<T, K, false, false>, blocks, smem, stream, a);
   });
 }
 
+template <typename T>
+void prepare_backward_base(BwdBaseArgs<T>& a) {
+  a.tma = a.fuse2 = false;
+  const int r = a.k / 2;
+  if (a.fused_smem > 0 && a.w2 != nullptr && a.s2 != nullptr && a.partial2 != nullptr) {
+    const BwdFusedLayout l = bwd_fused_layout(a.k, a.g.th, a.g.tw, a.g.np);
+    if (encode_plane_box_map(&a.xmap, a.x, int(sizeof(T)), a.W, a.H, a.C, a.B, l.pitch, l.ph, a.g.np) &&
+        encode_plane_box_map(&a.dmap, a.dy, int(sizeof(T)), a.Wo, a.Ho, a.C, a.B, l.pitch, l.ph, a.g.np)) {
+      a.tma = a.fuse2 = true;
+      a.pitch = l.pitch;
+      a.fplane = TileDivmod(uint32_t(l.eh2 * l.ew2));
+      a.frow = TileDivmod(uint32_t(l.ew2));
+      a.l2cols = pair_count<FastDivmod>(l.tw2);
+      a.l2strips = strip_count<FastDivmod>(l.th2, kStripRows);
+      return;
+    }
+  }
+  if (a.tma_smem > 0) {
+    const BwdBaseTmaLayout l = bwd_base_tma_layout(a.k, a.g.th, a.g.tw, a.g.np, a.pitch);
+    a.tma = encode_plane_box_map(&a.xmap, a.x, int(sizeof(T)), a.W, a.H, a.C, a.B, a.pitch, l.ph, a.g.np) &&
+            encode_plane_box_map(&a.dmap, a.dy, int(sizeof(T)), a.Wo, a.Ho, a.C, a.B, a.pitch, l.ph, a.g.np);
+    if (a.tma) {
+      const int ew = a.g.tw + 2 * r;
+      a.hplane = TileDivmod(uint32_t(l.ph / 2 * (ew / 2)));
+      a.hrow = TileDivmod(uint32_t(ew / 2));
+    }
+  }
+}
+
+template void prepare_backward_base<float>(BwdBaseArgs<float>&);
+template void prepare_backward_base<__half>(BwdBaseArgs<__half>&);
+template void prepare_backward_base<__nv_bfloat16>(BwdBaseArgs<__nv_bfloat16>&);
 template cudaError_t launch_backward_base<float>(const BwdBaseArgs<float>&, size_t, cudaStream_t);
 template cudaError_t launch_backward_base<__half>(const BwdBaseArgs<__half>&, size_t, cudaStream_t);
 template cudaError_t launch_backward_base<__nv_bfloat16>(const BwdBaseArgs<__nv_bfloat16>&, size_t, cudaStream_t);

@@ -1,6 +1,8 @@
 // WTConv drivers: the launch sequence of one forward and one backward on the caller's stream.
 // Forward:  LL-chain cascade (X_1..X_{L-1}), levels L..2, base + level 1.
 // Backward: LL-chain cascades of x and of dy, levels L..2, base + level 1, parameter reduction.
+// With L == 2 the base kernels may compute level 2 themselves (plan.h: fwd_fused_smem,
+// bwd_fused_smem) and the level kernels are skipped.
 // With L == 2 (the backward: and stride 1) level 2 reads the activations and no cascade runs
 // (plan.h: level2_reads_activations).
 #include <string>
@@ -138,34 +140,36 @@ Status backward_typed(const WtconvPlan& plan, const T* dy, const T* x, const Wtc
     st = ll_chain<T, T>(plan, dy, plan.stride, ws, plan.bwd_g, stream);
     if (!st.ok()) return st;
   }
-  for (int l = plan.L; l >= 2; --l) {
-    st = l == 2 ? backward_level<T>(plan, l, prm, x, dy, ws, stream)
-                : backward_level<float>(plan, l, prm, nullptr, nullptr, ws, stream);
-    if (!st.ok()) return st;
-  }
-  {
-    BwdBaseArgs<T> a;
-    a.dy = dy; a.x = x;
-    a.dxin = plan.L >= 2 ? ws_at<T>(ws, plan.bwd_dx[1]) : nullptr;
-    a.dx = dx;
-    a.w0 = prm.base_weight; a.s0 = prm.base_scale;
-    a.w1 = prm.level_weight[0]; a.s1 = prm.level_scale[0];
-    a.partial = ws_at(ws, plan.bwd_part[1]);
-    a.B = int(plan.B); a.C = int(plan.C); a.H = int(plan.H); a.W = int(plan.W);
-    a.Ho = int(plan.Ho); a.Wo = int(plan.Wo); a.h1 = int(plan.hl[1]); a.w1g = int(plan.wl[1]);
-    a.k = plan.k; a.stride = plan.stride;
-    a.g = geom_of(plan.bwd_base);
-    a.pitch = plan.bwd_base.pixel_pitch;
-    a.tma_smem = plan.bwd_base_tma_smem;
-    cudaError_t e = launch_backward_base<T>(a, plan.bwd_base.smem, stream);
-    if (e != cudaSuccess) return cuda_status(e, "wtconv backward base launch");
-  }
+  BwdBaseArgs<T> a;
+  a.dy = dy; a.x = x;
+  a.dx = dx;
+  a.w0 = prm.base_weight; a.s0 = prm.base_scale;
+  a.w1 = prm.level_weight[0]; a.s1 = prm.level_scale[0];
+  if (plan.L == 2) { a.w2 = prm.level_weight[1]; a.s2 = prm.level_scale[1]; a.partial2 = ws_at(ws, plan.bwd_part[2]); }
+  a.partial = ws_at(ws, plan.bwd_part[1]);
+  a.B = int(plan.B); a.C = int(plan.C); a.H = int(plan.H); a.W = int(plan.W);
+  a.Ho = int(plan.Ho); a.Wo = int(plan.Wo); a.h1 = int(plan.hl[1]); a.w1g = int(plan.wl[1]);
+  a.k = plan.k; a.stride = plan.stride;
+  a.g = geom_of(plan.bwd_base);
+  a.pitch = plan.bwd_base.pixel_pitch;
+  a.tma_smem = plan.bwd_base_tma_smem;
+  a.fused_smem = plan.bwd_fused_smem;
+  prepare_backward_base(a);  // a fused backward computes level 2 in the base kernel: no level kernel, no dX_1
+  if (!a.fuse2)
+    for (int l = plan.L; l >= 2; --l) {
+      st = l == 2 ? backward_level<T>(plan, l, prm, x, dy, ws, stream)
+                  : backward_level<float>(plan, l, prm, nullptr, nullptr, ws, stream);
+      if (!st.ok()) return st;
+    }
+  a.dxin = plan.L >= 2 && !a.fuse2 ? ws_at<T>(ws, plan.bwd_dx[1]) : nullptr;
+  const cudaError_t e = launch_backward_base<T>(a, plan.bwd_base.smem, stream);
+  if (e != cudaSuccess) return cuda_status(e, "wtconv backward base launch");
   ParamGradArgs r{};
   r.partial[1] = ws_at(ws, plan.bwd_part[1]);
   r.splits[1] = plan.bwd_base.splits;
   for (int l = 2; l <= plan.L; ++l) {
     r.partial[l] = ws_at(ws, plan.bwd_part[l]);
-    r.splits[l] = plan.bwd_level[l].splits;
+    r.splits[l] = l == 2 && a.fuse2 ? plan.bwd_base.splits : plan.bwd_level[l].splits;
   }
   r.w0 = prm.base_weight; r.b0 = prm.base_bias; r.s0 = prm.base_scale;
   r.gw0 = grads.base_weight; r.gb0 = grads.base_bias; r.gs0 = grads.base_scale;

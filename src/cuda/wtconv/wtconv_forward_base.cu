@@ -18,48 +18,6 @@ namespace wtconv_detail {
 // kTma: the TMA-staged instance (a.tma), compiled apart so that the other instances keep their
 // registers (with the TMA state live across the item loop, the 16-bit k = 5 kernels spilled and the
 // small shapes that cannot take TMA ran up to 5% slower).
-// The fused forward's Haar pass: per 4 x 4 pixel block of the box (np x xh rows, `pitch` elements
-// apart, the tile's column 0 at `off`), its four 2x2 blocks' Y_1 (np x 4 x qh x qw) and the Haar
-// analysis of their four LL values, Y_2 (np x 4 x eh2 x ew2; X_1 = LL(x) with the cascade's
-// formula, which haar4's LL is). With `copy` the pixels also go to the float tile (rows xw apart).
-template <typename T>
-__device__ __forceinline__ void haar2_pass_from_tile(const T* buf, int pitch, int off, bool copy, float* xs, int xh,
-                                                     int xw, float* ys, int qh, int qw, float* y2s, int eh2,
-                                                     int ew2, int np, const TileDivmod& plane,
-                                                     const TileDivmod& row) {
-  for (int e = threadIdx.x; e < np * eh2 * ew2; e += blockDim.x) {
-    const Pos3 q = split3(e, plane, row);
-    const T* src = buf + (q.p * xh + 4 * q.y) * pitch + off + 4 * q.x;
-    float4 px[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      if (sizeof(T) == 4 && !copy) {
-        px[i] = load4(src + i * pitch);
-      } else {
-        const float2 u0 = load2(src + i * pitch), u1 = load2(src + i * pitch + 2);
-        px[i] = make_float4(u0.x, u0.y, u1.x, u1.y);
-      }
-      if (copy) *reinterpret_cast<float4*>(xs + (q.p * xh + 4 * q.y + i) * xw + 4 * q.x) = px[i];
-    }
-    float z[2][2][4];  // [block row][block column][subband]
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      haar4(px[2 * i].x, px[2 * i].y, px[2 * i + 1].x, px[2 * i + 1].y, z[i][0]);
-      haar4(px[2 * i].z, px[2 * i].w, px[2 * i + 1].z, px[2 * i + 1].w, z[i][1]);
-    }
-#pragma unroll
-    for (int t = 0; t < 4; ++t)
-#pragma unroll
-      for (int i = 0; i < 2; ++i)  // 8-byte aligned: qw, qh * qw even
-        *reinterpret_cast<float2*>(ys + (q.p * 4 + t) * qh * qw + (2 * q.y + i) * qw + 2 * q.x) =
-            make_float2(z[i][0][t], z[i][1][t]);
-    float y2[4];
-    haar4(z[0][0][0], z[0][1][0], z[1][0][0], z[1][1][0], y2);
-#pragma unroll
-    for (int t = 0; t < 4; ++t) y2s[(q.p * 4 + t) * eh2 * ew2 + q.y * ew2 + q.x] = y2[t];
-  }
-}
-
 // kFuse2 (with kTma): level 2 fused (a.fuse2, fwd_fused_layout). The tile grows by level 2's halo,
 // r level-1 coefficients (2 r pixels) on every side, so qh, qw, xh, xw and the origin below are
 // those of the larger region; the level-1 convs read its inner part.
@@ -148,7 +106,7 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
       mbarrier_wait(bars, uint32_t(iteration) & 1u);
       if (a.tma_inplace) xs = reinterpret_cast<float*>(tbuf);
       haar2_pass_from_tile(reinterpret_cast<const T*>(tbuf), a.xp, tma_box_offset(x0x, sizeof(T)), !a.tma_inplace,
-                           xs, xh, xw, ys, qh, qw, y2s, eh2, ew2, np, a.fplane, a.frow);
+                           xs, xh, xw, ys, qh, qw, 0, y2s, eh2, ew2, np, a.fplane, a.frow);
     } else if constexpr (kTma) {
       // Buffer iteration % 2 holds this item; the other one, free since the barrier above, takes
       // the next item's tile while this one is computed.
@@ -349,9 +307,7 @@ cudaError_t launch_forward_base(const FwdBaseArgs<T>& args, size_t smem, cudaStr
     a.qcols2 = pair_count(qiw);
     a.qstrips4 = strip_count(qih, kStripRows);
   }
-  size_t launch_smem = smem;
-  if (a.fuse2) launch_smem = a.fused_smem;
-  else if (a.tma) launch_smem = a.tma_smem;
+  const size_t launch_smem = base_launch_smem(a, smem);
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
   return dispatch_kernel_size(a.k, [&](auto kc) {
     constexpr int K = decltype(kc)::value;

@@ -135,7 +135,19 @@ struct BwdBaseArgs {
   bool tma = false;
   TileDivmod hplane, hrow;   // Haar pass: 2 x 4 pixel quads per plane (eh * ew / 2) and per row (ew / 2)
   CUtensorMap xmap, dmap;    // W x H x C x B (dy: Wo x Ho, the same at stride 1)
+  // Level 2 fused (L = 2, plan.bwd_fused_smem > 0 and both maps encode; prepare_backward_base): no
+  // level kernel, no dX_1; level 2's weights and scales here, its partials [C][splits][4kk].
+  size_t fused_smem = 0;     // from the plan; 0: no fusion
+  bool fuse2 = false;
+  const float *w2 = nullptr, *s2 = nullptr;
+  float* partial2 = nullptr;
+  TileDivmod fplane, frow;      // fused Haar pass: 4 x 4 pixel blocks per plane (eh2 * ew2) and per row (ew2)
+  FastDivmod l2cols, l2strips;  // level-2 convs: column pairs of tw2, 4-row strips of th2
 };
+// Host: the backward base's staging (TMA, level 2 fused) and its tensor maps, decided before the
+// level kernels, which a fused backward skips.
+template <typename T>
+void prepare_backward_base(BwdBaseArgs<T>& a);
 template <typename T>
 cudaError_t launch_backward_base(const BwdBaseArgs<T>& a, size_t smem, cudaStream_t stream);
 
@@ -151,6 +163,13 @@ struct ParamGradArgs {
   int C, k, L;
 };
 cudaError_t launch_param_grad_reduce(const ParamGradArgs& a, cudaStream_t stream);
+
+// The dynamic shared memory of a base kernel's launch: its fused or TMA layout's when the host
+// chose one (prepare_forward_base / prepare_backward_base), else the plain layout's.
+template <typename Args>
+size_t base_launch_smem(const Args& a, size_t plain) {
+  return a.fuse2 ? a.fused_smem : a.tma ? a.tma_smem : plain;
+}
 
 // Launches `kernel` with `smem` bytes of dynamic shared memory, raising the kernel's limit first
 // when it asks for more than the 48 KiB default.

@@ -70,6 +70,7 @@ struct WtconvPlan {
   size_t fwd_base_tma_smem = 0;  // > 0: the forward base may stage x with TMA (fwd_base_tma_smem())
   size_t fwd_fused_smem = 0;     // > 0: an L = 2 forward may fuse level 2 into the base kernel
   size_t bwd_base_tma_smem = 0;  // > 0: the backward base may stage x and dy with TMA
+  size_t bwd_fused_smem = 0;     // > 0: an L = 2 backward may fuse level 2 into the base kernel
   WtconvTile fwd_level[kWtconvMaxLevels + 1], bwd_level[kWtconvMaxLevels + 1];  // l >= 2
 };
 
@@ -200,7 +201,16 @@ inline FwdBaseTmaLayout fwd_base_tma_layout(int k, int s, int th, int tw, int np
   return t;
 }
 
-// Forward base with level 2 fused (L = 2, fwd_level2_fused): the x box also covers level 2's halo
+// The level-2 tile of a fused layout: th2 x tw2 coefficients, eh2 x ew2 with level 2's halo.
+template <typename Layout>
+WTCONV_HOST_DEVICE inline void set_level2_tile(Layout& t, int th2, int tw2, int r) {
+  t.th2 = th2;
+  t.tw2 = tw2;
+  t.eh2 = th2 + 2 * r;
+  t.ew2 = tw2 + 2 * r;
+}
+
+// Forward base with level 2 fused (L = 2, fwd_fused_smem): the x box also covers level 2's halo
 // (2 r more pixels on every side; one box, single-buffered, the next item's box prefetched into
 // L2), the Haar pass forms Y_1 over that larger region and Y_2 = Haar(LL(Y_1)) from the same
 // 4 x 4 pixel blocks, and the level-2 convs (th/4 x tw/4 per plane) run beside the level-1 ones.
@@ -216,10 +226,7 @@ struct FwdFusedLayout {
 inline FwdFusedLayout fwd_fused_layout(int k, int th, int tw, int np, int esize) {
   const int r = k / 2, per16 = 16 / esize;
   FwdFusedLayout t;
-  t.th2 = th / 4;
-  t.tw2 = tw / 4;
-  t.eh2 = t.th2 + 2 * r;
-  t.ew2 = t.tw2 + 2 * r;
+  set_level2_tile(t, th / 4, tw / 4, r);  // a quarter of the outputs on each side
   t.qh = 2 * t.eh2;
   t.qw = 2 * t.ew2;
   t.xh = 2 * t.qh;
@@ -308,6 +315,52 @@ inline size_t bwd_base_tma_smem(const WtconvTile& t, int64_t W, int k, int s, in
   return l.bytes;
 }
 
+// Backward base with level 2 fused (L = 2, bwd_fused_smem): the x and dy boxes also cover level
+// 2's halo (2 r more pixels on every side, rows `pitch` floats apart), the Haar passes form Y_1 and
+// G_1 over the inner (th + 2r) x (tw + 2r) coefficients and Y_2, G_2 (np x 4 x eh2 x ew2) from the
+// same 4 x 4 pixel blocks, the level-2 convs (th/2 x tw/2 per plane) run beside the level-1 ones,
+// and the dx conv adds dX_1, synthesised from them, where it reads a coefficient's dY_1.
+// Layout (byte offsets from the 128-byte aligned base): nine filters, the x and dy boxes (128-byte
+// aligned), Y_1, G_1, dY_1, Y_2, G_2, dY_2, the mbarrier. The correlation partials of the block's
+// last step (parts x 12k x k, + parts x 4 sums) reuse the boxes, dead by then.
+struct BwdFusedLayout {
+  int ph = 0, pitch = 0;  // box rows and columns (the pixel tiles' pitch)
+  int th2 = 0, tw2 = 0, eh2 = 0, ew2 = 0;
+  size_t xs = 0, ds = 0, rest = 0, bar = 0, bytes = 0;  // rest: Y_1 onwards
+};
+WTCONV_HOST_DEVICE inline BwdFusedLayout bwd_fused_layout(int k, int th, int tw, int np) {
+  const int r = k / 2, eh = th + 2 * r, ew = tw + 2 * r;
+  BwdFusedLayout t;
+  set_level2_tile(t, th / 2, tw / 2, r);  // half the level-1 coefficients on each side
+  t.ph = 4 * t.eh2;
+  t.pitch = bwd_pixel_pitch(2 * t.ew2);
+  const size_t box = size_t(np) * t.ph * t.pitch * 4;
+  t.xs = (9 * size_t(filter_stride(k)) * 4 + 127) / 128 * 128;
+  t.ds = (t.xs + box + 127) / 128 * 128;
+  t.rest = (t.ds + box + 127) / 128 * 128;
+  const size_t floats = size_t(np) * (2 * 4 * size_t(eh) * ew + 4 * size_t(th) * tw + 2 * 4 * size_t(t.eh2) * t.ew2 +
+                                      4 * size_t(t.th2) * t.tw2);
+  t.bar = (t.rest + floats * 4 + 7) / 8 * 8;
+  t.bytes = t.bar + 8;
+  return t;
+}
+// Floats of the correlation partials of the fused backward (level 1, base, level 2: 12k jobs).
+WTCONV_HOST_DEVICE constexpr int bwd_fused_red_floats(int k) { return corr_parts_per_warp(k) * (12 * k * k + 4); }
+// Whether the backward of an L = 2 problem fuses level 2 into the base kernel (its level kernel,
+// the dX_1 round trip and its second read of x and dy disappear): fp32 at stride 1 (the boxes are
+// the pixel tiles, as in bwd_base_tma_smem), k = 5 (the specialised size with even r, whose box
+// origins stay 16-byte aligned), tw % 4 == 0 (level 2's tile in column pairs), th even, rows of
+// whole 16 bytes, box sides <= 256, the partials fitting in the boxes, and the layout keeping the
+// resident blocks of the unfused kernel. Returns the shared memory, or 0.
+inline size_t bwd_fused_smem(const WtconvTile& t, int L, int64_t W, int k, int s, int esize) {
+  if (L != 2 || s != 1 || k != 5 || esize != 4 || t.th % 2 != 0 || t.tw % 4 != 0 || W % 4 != 0) return 0;
+  const BwdFusedLayout l = bwd_fused_layout(k, t.th, t.tw, t.np);
+  if (l.ph > 256 || l.pitch > 256 || t.np > 256) return 0;
+  if (size_t(bwd_fused_red_floats(k)) * 4 > l.rest - l.xs) return 0;
+  if (!layout_keeps_blocks(l.bytes, t.smem, bwd_base_blocks_per_sm(k))) return 0;
+  return l.bytes;
+}
+
 // t.np = want planes per item (clamped to 1..B), then halve np, else the longer tile side, until
 // bytes() (the shared memory of t) fits the budget.
 template <typename Bytes>
@@ -380,6 +433,14 @@ inline bool level2_reads_activations(int levels, int stride, bool backward) {
   return levels == 2 && (!backward || stride == 1);
 }
 
+// Splits of level l's gradient partials: the level kernel's, or for level 2 of a backward that may
+// fuse it the larger of those and the base kernel's (the fused kernel writes one per base block;
+// the workspace holds either, since a misaligned dy or x falls back to the level kernel).
+inline int bwd_level_partial_splits(const WtconvPlan& plan, int l) {
+  const int n = plan.bwd_level[l].splits;
+  return l == 2 && plan.bwd_fused_smem > 0 && plan.bwd_base.splits > n ? plan.bwd_base.splits : n;
+}
+
 // Assumes wtconv_validate(problem) passed.
 inline WtconvPlan make_wtconv_plan(const WtconvProblem& p) {
   WtconvPlan plan;
@@ -406,6 +467,7 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p) {
       bwd_base_tma_smem(plan.bwd_base, plan.W, plan.k, plan.stride, int(plan.chain_bytes));
   plan.fwd_fused_smem = fwd_fused_smem(plan.fwd_base, plan.L, plan.W, plan.k, plan.stride, int(plan.chain_bytes),
                                        fwd_base_blocks_per_sm(plan.k));
+  plan.bwd_fused_smem = bwd_fused_smem(plan.bwd_base, plan.L, plan.W, plan.k, plan.stride, int(plan.chain_bytes));
   plan.fwd_level2_direct = level2_reads_activations(plan.L, plan.stride, false);
   plan.bwd_level2_direct = level2_reads_activations(plan.L, plan.stride, true);
   for (int l = 2; l <= plan.L; ++l) {
@@ -433,7 +495,7 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p) {
   off += align_up(size_t(plan.C) * plan.bwd_base.splits * (5 * kk + 1) * 4, kWorkspaceAlign);
   for (int l = 2; l <= plan.L; ++l) {
     plan.bwd_part[l] = off;
-    off += align_up(size_t(plan.C) * plan.bwd_level[l].splits * 4 * kk * 4, kWorkspaceAlign);
+    off += align_up(size_t(plan.C) * bwd_level_partial_splits(plan, l) * 4 * kk * 4, kWorkspaceAlign);
   }
   plan.bwd_bytes = off;
   return plan;
@@ -451,11 +513,12 @@ inline void plan_io_bytes(const WtconvPlan& plan, size_t e, uint64_t* forward, u
   uint64_t chain = 0;
   for (int l = 1; l < L; ++l) chain += n(l);
   uint64_t fwd = N * e + No * e, bwd = (2 * N + No) * e;  // base kernels
-  // A fused L = 2 forward (fwd_fused_smem) moves x and y alone: level 2 runs in the base kernel.
-  const bool fused = plan.fwd_fused_smem > 0;
+  // A fused L = 2 forward (fwd_fused_smem) moves x and y alone, a fused backward (bwd_fused_smem)
+  // x, dy and dx: level 2 runs in the base kernel.
+  const bool fused = plan.fwd_fused_smem > 0, bfused = plan.bwd_fused_smem > 0;
   if (L >= 2) {
     if (!fused) fwd += 4 * n(1);  // the base kernel reads R_1
-    bwd += e * n(1);  // the base kernel reads dX_1
+    if (!bfused) bwd += e * n(1);  // the base kernel reads dX_1
     if (!plan.fwd_level2_direct) fwd += N * e + 4 * chain;  // cascade of x
     // cascades of x and dy (level 1 in e bytes, deeper in 4)
     if (!plan.bwd_level2_direct) bwd += (N + No) * e + 2 * (e * n(1) + 4 * (chain - n(1)));
@@ -465,11 +528,13 @@ inline void plan_io_bytes(const WtconvPlan& plan, size_t e, uint64_t* forward, u
     // writes dX_1.
     const bool fd = plan.level_reads_activations(l, false), bd = plan.level_reads_activations(l, true);
     if (!fused) fwd += (fd ? N * e : 4 * n(l - 1)) + 4 * n(l - 1) + (l < L ? 4 * n(l) : 0);
-    bwd += (bd ? 2 * N * e : (l == 2 ? e : 4) * 2 * n(l - 1)) + (l == 2 ? e : 4) * n(l - 1) + (l < L ? 4 * n(l) : 0);
+    if (!bfused)
+      bwd += (bd ? 2 * N * e : (l == 2 ? e : 4) * 2 * n(l - 1)) + (l == 2 ? e : 4) * n(l - 1) + (l < L ? 4 * n(l) : 0);
   }
   const int kk = plan.k * plan.k;
   uint64_t partials = uint64_t(plan.C) * plan.bwd_base.splits * (5 * kk + 1);
-  for (int l = 2; l <= L; ++l) partials += uint64_t(plan.C) * plan.bwd_level[l].splits * 4 * kk;
+  for (int l = 2; l <= L; ++l)
+    partials += uint64_t(plan.C) * (bfused ? plan.bwd_base.splits : plan.bwd_level[l].splits) * 4 * kk;
   bwd += 2 * 4 * partials;
   *forward = fwd;
   *backward = bwd;
