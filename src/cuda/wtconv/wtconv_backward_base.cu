@@ -4,6 +4,8 @@
 //   dx = s0 * (flipped W0) conv D + synthesis of (s_1 * (flipped W_1) conv G_1, + dX_1 at LL),
 // plus per-block partial sums of the correlations C0 = corr(x, D), sum(D) and C_1 = corr(Y_1, G_1)
 // (fixed order, no atomics). HBM: reads x, dy, dX_1; writes dx and C x splits x (5kk + 1) partials.
+// With level 2 fused (L = 2, kFuse2) it forms dX_1 itself, from Y_2 = Haar(LL(Y_1)) and
+// G_2 = Haar(LL(G_1)) over a larger box, and also writes level 2's C x splits x 4kk partials.
 #include <type_traits>
 
 #include "cuda/common/tensor_map.h"
