@@ -332,6 +332,11 @@ static int run_checks() {
   cases.push_back({2, 3, 64, 64, 5, 2, 1, Precision::kFP32, true});
   cases.push_back({16, 3, 16, 16, 5, 2, 1, Precision::kFP32, false});
   cases.push_back({2, 2, 67, 100, 5, 2, 1, Precision::kFP32, true});
+  // The same for 16-bit activations (boxes converted into float tiles, X_1 and G_1 rounded as the
+  // level kernel rounds them).
+  cases.push_back({2, 3, 64, 64, 5, 2, 1, Precision::kFP16, true});
+  cases.push_back({2, 2, 37, 80, 5, 2, 1, Precision::kBF16, false});
+  cases.push_back({4, 2, 16, 40, 5, 2, 1, Precision::kFP16, true});
   int fails = 0;
   for (size_t i = 0; i < cases.size(); ++i) fails += check_case(cases[i], 1000 + uint32_t(i)) ? 0 : 1;
   std::printf("CHECK SUMMARY: %d of %zu cases failed\n", fails, cases.size());

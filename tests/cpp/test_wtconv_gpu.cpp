@@ -211,7 +211,7 @@ TEST(WtconvGpu, ManyPlanesPerBlockAndSplits) {
 // same order, so every output must be bit-identical. The shapes cover in-place and copied boxes
 // (even and odd r), box origins off 16-byte alignment, boxes wider than the plane, 16-bit rows
 // that fail the 16-byte rule, strides 2 and 3, and fused forwards and backwards with one and many
-// planes per block. A fused backward (fp32, L = 2, k = 5, stride 1: plan.h, bwd_fused_smem) sums
+// planes per block. A fused backward (L = 2, k = 5, stride 1: plan.h, bwd_fused_smem) sums
 // the level-1 and level-2 weight-gradient correlations over other row groups and tiles than the
 // two unfused kernels, so dW_1, ds_1, dW_2 and ds_2 may differ in the last bits there (checked to
 // 1e-6 relative); every other output must be bit-identical.
@@ -228,7 +228,7 @@ TEST(WtconvGpu, VectorisedAndTmaStagingMatchScalar) {
       const auto scalar = run_case(sh.B, sh.C, sh.H, sh.W, sh.k, sh.L, sh.s, prec, true, 77, 1);
       ASSERT_EQ(aligned.size(), scalar.size());
       EXPECT_FALSE(aligned.empty());
-      const bool regrouped = prec == Precision::kFP32 && sh.L == 2 && sh.k == 5 && sh.s == 1;
+      const bool regrouped = sh.L == 2 && sh.k == 5 && sh.s == 1;
       for (size_t i = 0; i < aligned.size(); ++i) {
         const bool level_grad = i >= 5;  // y, dx, dW0, ds0, db0, then dW_l, ds_l per level
         if (regrouped && level_grad)

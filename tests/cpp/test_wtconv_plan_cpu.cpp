@@ -202,7 +202,7 @@ TEST(WtconvPlan, TmaBoxOriginsAreSixteenByteAligned) {
 // resident block; the kernels lay out their shared memory with the same functions.
 TEST(WtconvPlan, RandomProblemsTmaLayoutsFitTheBoxRules) {
   std::mt19937 rng(20261130);
-  int fwd = 0, bwd = 0, fused = 0, bfused = 0;
+  int fwd = 0, bwd = 0, fused = 0, bfused = 0, bfused16 = 0;
   const auto resident = [](size_t b, int bound) {
     const size_t n = kSmemPerSm / (b + kSmemReservedPerBlock);
     return n < size_t(bound) ? n : size_t(bound);
@@ -282,29 +282,50 @@ TEST(WtconvPlan, RandomProblemsTmaLayoutsFitTheBoxRules) {
     }
     if (plan.bwd_fused_smem > 0) {
       ++bfused;
+      if (esize == 2) ++bfused16;
       const WtconvTile& t = plan.bwd_base;
-      const BwdFusedLayout l = bwd_fused_layout(plan.k, t.th, t.tw, t.np);
+      const BwdFusedLayout l = bwd_fused_layout(plan.k, t.th, t.tw, t.np, esize);
       EXPECT_EQ(plan.bwd_fused_smem, l.bytes);
-      EXPECT_EQ(esize, 4);
+      EXPECT_EQ(l.copy, esize == 2);
       EXPECT_EQ(plan.L, 2);
       EXPECT_EQ(plan.stride, 1);
       EXPECT_EQ(plan.k, 5);
       EXPECT_EQ(t.th % 2, 0);
       EXPECT_EQ(t.tw % 4, 0);
-      EXPECT_EQ(l.th2 * 2, t.th);                       // level 2's tile is a quarter of the coefficients
-      EXPECT_EQ(l.ph, 2 * (t.th + 4 * plan.r));         // level 1's tile + its halo + level 2's halo
-      EXPECT_GE(l.pitch, 2 * (t.tw + 4 * plan.r));
-      expect_box(l.pitch, 2 * (t.tw + 4 * plan.r), l.ph, true);
-      EXPECT_EQ(l.xs % 128, 0u);
-      EXPECT_EQ(l.ds % 128, 0u);
-      EXPECT_EQ(l.rest % 128, 0u);
-      EXPECT_GE(l.ds, l.xs + size_t(t.np) * l.ph * l.pitch * 4);
-      EXPECT_GE(l.rest, l.ds + size_t(t.np) * l.ph * l.pitch * 4);
-      EXPECT_LE(size_t(bwd_fused_red_floats(plan.k)) * 4, l.rest - l.xs);  // the partials reuse the boxes
+      EXPECT_EQ(l.th2 * 2, t.th);                         // level 2's tile is a quarter of the coefficients
+      EXPECT_EQ(l.box_rows, 2 * (t.th + 4 * plan.r));     // level 1's tile + its halo + level 2's halo
+      expect_box(l.box_pitch, 2 * (t.tw + 4 * plan.r), l.box_rows, true);
+      // The pixel tiles: the whole box (fp32, read in place) or its inner part (16-bit, converted).
+      EXPECT_EQ(l.ph, l.copy ? 2 * (t.th + 2 * plan.r) : l.box_rows);
+      EXPECT_GE(l.pitch, l.copy ? 2 * (t.tw + 2 * plan.r) : l.box_pitch);
+      EXPECT_EQ(l.pitch % 4, 0);
+      // Every region 128-byte aligned, in order, none overlapping the next.
+      const size_t tile = size_t(t.np) * l.ph * l.pitch * 4;
+      const size_t order[] = {l.xs, l.ds, l.ys, l.gs, l.y2s, l.g2s, l.dz, l.dz2, l.end};
+      for (size_t i = 0; i + 1 < sizeof(order) / sizeof(order[0]); ++i) {
+        EXPECT_EQ(order[i] % 128, 0u);
+        EXPECT_LT(order[i], order[i + 1]);
+      }
+      EXPECT_GE(l.ds, l.xs + tile);
+      EXPECT_GE(l.ys, l.ds + tile);
+      EXPECT_EQ(l.xbox % 128, 0u);
+      EXPECT_EQ(l.dbox % 128, 0u);
+      EXPECT_EQ(l.box_bytes, size_t(t.np) * l.box_rows * l.box_pitch * esize);
+      if (l.copy) {  // the boxes borrow G_1's region (x) and dY_1's and dY_2's (dy)
+        EXPECT_EQ(l.xbox, l.gs);
+        EXPECT_EQ(l.dbox, l.dz);
+        EXPECT_LE(l.gs + l.box_bytes, l.y2s);
+        EXPECT_LE(l.dz + l.box_bytes, l.end);
+      } else {
+        EXPECT_EQ(l.xbox, l.xs);
+        EXPECT_EQ(l.dbox, l.ds);
+      }
+      EXPECT_LE(size_t(bwd_fused_red_floats(plan.k)) * 4, l.ys - l.xs);  // the partials reuse the pixel tiles
+      EXPECT_GE(l.bar, l.end);
       EXPECT_EQ(l.bar % 8, 0u);
-      // Every box origin 2 (x0 - 2r) is 16-byte aligned (fp32), as the copy engine requires.
+      // Every box origin 2 (x0 - 2r) is 16-byte aligned, as the copy engine requires.
       for (int64_t tx = 0; tx < t.tiles_x; ++tx)
-        EXPECT_EQ(tma_box_offset(bwd_base_x_origin(int(tx), t.tw, 2 * plan.r), 4), 0);
+        EXPECT_EQ(tma_box_offset(bwd_base_x_origin(int(tx), t.tw, 2 * plan.r), esize), 0);
       expect_fits(plan.bwd_fused_smem, t.smem, bwd_base_blocks_per_sm(plan.k));
       // The level-2 partials' workspace holds one slot per base block.
       EXPECT_GE(bwd_level_partial_splits(plan, 2), t.splits);
@@ -314,6 +335,7 @@ TEST(WtconvPlan, RandomProblemsTmaLayoutsFitTheBoxRules) {
   EXPECT_GT(bwd, 40);
   EXPECT_GT(fused, 0);
   EXPECT_GT(bfused, 0);
+  EXPECT_GT(bfused16, 0);
 }
 
 // Workspace regions [offset, offset + bytes) of one pass, in the order the plan lays them out.

@@ -18,19 +18,22 @@ namespace wtconv_detail {
 // kTma: the TMA-staged instance (a.tma: fp32, tiles starting 16-byte aligned), compiled apart so
 // that the other instances keep their registers (bwd_base_tma_smem).
 // kFuse2 (with kTma): level 2 fused (a.fuse2, bwd_fused_layout). The boxes grow by level 2's halo,
-// 2 r pixels on every side (gp below), Y_1 and G_1 keep the inner region, and the level-2 convs and
-// correlations run beside the level-1 ones.
+// 2 r pixels on every side, Y_1 and G_1 keep the inner region, and the level-2 convs and
+// correlations run beside the level-1 ones. fp32: the boxes are the pixel tiles (the inner tile
+// gp pixels in); 16-bit (kCopy): the boxes land in the G_1 and dY regions and the Haar passes
+// convert the inner pixels into float tiles, x first (whose box G_1 then overwrites), then dy.
 template <typename T, int K, bool kTma, bool kFuse2>
 __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
     backward_base_kernel(const __grid_constant__ BwdBaseArgs<T> a) {
   static_assert(!kFuse2 || (kTma && K > 0), "the fused backward stages with TMA");
+  constexpr bool kCopy = kFuse2 && sizeof(T) != 4;
   extern __shared__ __align__(128) float smem[];
   constexpr int KM = K > 0 ? K : 15;
   const int k = K ? K : a.k, r = k / 2, kk = k * k, s = a.stride;
   const int c = blockIdx.x / a.g.splits, split = blockIdx.x % a.g.splits;
   const int th = a.g.th, tw = a.g.tw, np = a.g.np;
   const int eh = th + 2 * r, ew = tw + 2 * r, plane = eh * ew;
-  const int gp = kFuse2 ? 2 * r : 0;  // fused: pixels of level 2's halo around the pixel tile
+  const int gp = kFuse2 && !kCopy ? 2 * r : 0;  // fused fp32: level 2's halo around the pixel tile
   const int ph = 2 * eh + 2 * gp, pw = a.pitch, pplane = ph * pw;  // pixel tile rows, pitch (>= 2 ew, plan)
   const int th2 = th / 2, tw2 = tw / 2, eh2 = th2 + 2 * r, ew2 = tw2 + 2 * r;  // level 2 (fused only)
   // Correlation jobs: [0, 4k) level 1, [4k, 8k) base, fused [8k, 12k) level 2 (subband, kernel row).
@@ -48,25 +51,30 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
   unsigned char* const sbase = reinterpret_cast<unsigned char*>(smem);
   float* ys = ds + np * pplane;       // np x 4 x plane
   if constexpr (kFuse2) {
-    fl = bwd_fused_layout(k, th, tw, np);
+    fl = bwd_fused_layout(k, th, tw, np, int(sizeof(T)));
     xs = reinterpret_cast<float*>(sbase + fl.xs);
     ds = reinterpret_cast<float*>(sbase + fl.ds);
-    ys = reinterpret_cast<float*>(sbase + fl.rest);
+    ys = reinterpret_cast<float*>(sbase + fl.ys);
   } else if constexpr (kTma) {
     tl = bwd_base_tma_layout(k, th, tw, np, pw);
     xs = reinterpret_cast<float*>(sbase + tl.xs);
     ds = reinterpret_cast<float*>(sbase + tl.ds);
     ys = ds + np * pplane;
   }
-  // The pixel tiles of the base conv and correlation (fused: inside the boxes, 2 r pixels in).
+  // The pixel tiles of the base conv and correlation (fused fp32: inside the boxes, 2 r pixels in).
   const float* const xi = xs + gp * pw + gp;
   const float* const di = ds + gp * pw + gp;
   float* gs = ys + np * 4 * plane;    // np x 4 x plane
   float* dz = gs + np * 4 * plane;    // np x 4 x th x tw subband convs + dX_1 (compile-time k only)
-  float* y2s = dz + np * 4 * th * tw;  // fused: np x 4 x eh2 x ew2 (Y_2), then G_2, then dY_2
-  float* g2s = y2s + np * 4 * eh2 * ew2;
-  float* dz2 = g2s + np * 4 * eh2 * ew2;  // np x 4 x th2 x tw2
-  float* red = kFuse2 ? xs : dz + np * 4 * th * tw;  // parts x jobs x k (fused: in the boxes, after the items)
+  float *y2s = nullptr, *g2s = nullptr, *dz2 = nullptr;  // fused: np x 4 x eh2 x ew2 (Y_2, G_2), np x 4 x th2 x tw2
+  if constexpr (kFuse2) {
+    gs = reinterpret_cast<float*>(sbase + fl.gs);
+    dz = reinterpret_cast<float*>(sbase + fl.dz);
+    y2s = reinterpret_cast<float*>(sbase + fl.y2s);
+    g2s = reinterpret_cast<float*>(sbase + fl.g2s);
+    dz2 = reinterpret_cast<float*>(sbase + fl.dz2);
+  }
+  float* red = kFuse2 ? xs : dz + np * 4 * th * tw;  // parts x jobs x k (fused: in the pixel tiles, after the items)
   float* red_sum = red + parts * jobs * k;  // parts x 4
 
   const float s0 = a.s0[c];
@@ -113,7 +121,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
   constexpr int kR = K / 2;
   const bool level_quads = plane % 4 == 0 && quad_corr_ok(ys, ew, 0, gs + r, ew, kR % 4, tw);
   const bool base_quads = pplane % 4 == 0 && quad_corr_ok(xi + r, pw, kR % 4, di + 2 * r, pw, (2 * kR) % 4, 2 * tw);
-  const bool l2_quads = (eh2 * ew2) % 4 == 0 && quad_corr_ok(y2s, ew2, 0, g2s + r, ew2, kR % 4, tw2);
+  const bool l2_quads = kFuse2 && (eh2 * ew2) % 4 == 0 && quad_corr_ok(y2s, ew2, 0, g2s + r, ew2, kR % 4, tw2);
 
   int64_t begin, end, step;
   block_items<true>(a.g.items, a.g.splits, split, &begin, &end, &step);  // strided: halos from L2
@@ -128,23 +136,41 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
   int iteration = 0;
   for (int64_t item = begin; item < end; item += step, ++iteration) {
     const ItemPos pos = decode_item(a.g, item);
-    const int py0 = 2 * (pos.y0 - r) - gp, px0 = 2 * (pos.x0 - r) - gp;  // pixel origin of the box
+    const int g2 = kFuse2 ? 2 * r : 0;  // fused: the boxes' extra pixels for level 2's halo
+    const int py0 = 2 * (pos.y0 - r) - g2, px0 = 2 * (pos.x0 - r) - g2;  // pixel origin of the box
     __syncthreads();
     if constexpr (kTma) {
       // One box of x and one of dy (zeros outside the planes and past the batch). The next item's
       // boxes go to L2 meanwhile: its load then waits on L2, not HBM.
       if (threadIdx.x == 0) {
-        mbarrier_expect_bytes(bar, uint32_t(2 * size_t(np) * ph * pw * sizeof(T)));
-        tma_load_4d(xs, &a.xmap, px0, py0, c, pos.b0, bar);
-        tma_load_4d(ds, &a.dmap, px0, py0, c, pos.b0, bar);
+        if constexpr (kFuse2) {
+          mbarrier_expect_bytes(bar, uint32_t(2 * fl.box_bytes));
+          tma_load_4d(sbase + fl.xbox, &a.xmap, px0, py0, c, pos.b0, bar);
+          tma_load_4d(sbase + fl.dbox, &a.dmap, px0, py0, c, pos.b0, bar);
+        } else {
+          mbarrier_expect_bytes(bar, uint32_t(2 * size_t(np) * ph * pw * sizeof(T)));
+          tma_load_4d(xs, &a.xmap, px0, py0, c, pos.b0, bar);
+          tma_load_4d(ds, &a.dmap, px0, py0, c, pos.b0, bar);
+        }
         if (item + step < end) {
           const ItemPos nx = decode_item(a.g, item + step);
-          tma_prefetch_4d(&a.xmap, 2 * (nx.x0 - r) - gp, 2 * (nx.y0 - r) - gp, c, nx.b0);
-          tma_prefetch_4d(&a.dmap, 2 * (nx.x0 - r) - gp, 2 * (nx.y0 - r) - gp, c, nx.b0);
+          tma_prefetch_4d(&a.xmap, 2 * (nx.x0 - r) - g2, 2 * (nx.y0 - r) - g2, c, nx.b0);
+          tma_prefetch_4d(&a.dmap, 2 * (nx.x0 - r) - g2, 2 * (nx.y0 - r) - g2, c, nx.b0);
         }
       }
       mbarrier_wait(bar, uint32_t(iteration) & 1u);
-      if constexpr (kFuse2) {  // Y_1, G_1 over the inner region (from block r / 2 on), Y_2 and G_2
+      if constexpr (kCopy) {
+        // Y_1, G_1 over the inner region (from block r / 2 on) and its pixels as floats, Y_2 and
+        // G_2 (X_1, G_1's LL rounded through T, as the level kernel forms them). The x box sits in
+        // G_1's region: the dy pass writes G_1 only after the barrier.
+        const T* xbox = reinterpret_cast<const T*>(sbase + fl.xbox);
+        const T* dbox = reinterpret_cast<const T*>(sbase + fl.dbox);
+        haar2_pass_from_tile<T, true, T>(xbox, fl.box_pitch, 0, true, xs, fl.box_rows, pw, ys, eh, ew, r / 2, y2s,
+                                         eh2, ew2, np, a.fplane, a.frow);
+        __syncthreads();
+        haar2_pass_from_tile<T, true, T>(dbox, fl.box_pitch, 0, true, ds, fl.box_rows, pw, gs, eh, ew, r / 2, g2s,
+                                         eh2, ew2, np, a.fplane, a.frow);
+      } else if constexpr (kFuse2) {  // Y_1, G_1 over the inner region (from block r / 2 on), Y_2 and G_2
         haar2_pass_from_tile<float, true>(xs, pw, 0, false, xs, ph, pw, ys, eh, ew, r / 2, y2s, eh2, ew2, np,
                                           a.fplane, a.frow);
         haar2_pass_from_tile<float, true>(ds, pw, 0, false, ds, ph, pw, gs, eh, ew, r / 2, g2s, eh2, ew2, np,
@@ -395,8 +421,11 @@ cudaError_t launch_backward_base(const BwdBaseArgs<T>& args, size_t smem, cudaSt
     // A TMA instance where the tiles can start 16-byte aligned (fp32, even r: k = 5 among the
     // specialised sizes). With the boxes copied into the tiles instead (k = 3, 7; 16-bit) the
     // spills it added cost more than the staging it saved (docs/wtconv.md, perf note 29).
-    if constexpr (std::is_same<T, float>::value && K != 0 && (K / 2) % 2 == 0) {
+    // The fused instances (every dtype; the plan fuses only k = 5: bwd_fused_smem).
+    if constexpr (K != 0 && (K / 2) % 2 == 0) {
       if (a.fuse2) return launch_with_smem(backward_base_kernel<T, K, true, true>, blocks, launch_smem, stream, a);
+    }
+    if constexpr (std::is_same<T, float>::value && K != 0 && (K / 2) % 2 == 0) {
       if (a.tma) return launch_with_smem(backward_base_kernel<T, K, true, false>, blocks, launch_smem, stream, a);
     }
     if (a.fuse2) return cudaErrorNotSupported;  // the plan fuses only sizes with that instance (bwd_fused_smem)
@@ -409,9 +438,9 @@ void prepare_backward_base(BwdBaseArgs<T>& a) {
   a.tma = a.fuse2 = false;
   const int r = a.k / 2;
   if (a.fused_smem > 0 && a.w2 != nullptr && a.s2 != nullptr && a.partial2 != nullptr) {
-    const BwdFusedLayout l = bwd_fused_layout(a.k, a.g.th, a.g.tw, a.g.np);
-    if (encode_plane_box_map(&a.xmap, a.x, int(sizeof(T)), a.W, a.H, a.C, a.B, l.pitch, l.ph, a.g.np) &&
-        encode_plane_box_map(&a.dmap, a.dy, int(sizeof(T)), a.Wo, a.Ho, a.C, a.B, l.pitch, l.ph, a.g.np)) {
+    const BwdFusedLayout l = bwd_fused_layout(a.k, a.g.th, a.g.tw, a.g.np, int(sizeof(T)));
+    if (encode_plane_box_map(&a.xmap, a.x, int(sizeof(T)), a.W, a.H, a.C, a.B, l.box_pitch, l.box_rows, a.g.np) &&
+        encode_plane_box_map(&a.dmap, a.dy, int(sizeof(T)), a.Wo, a.Ho, a.C, a.B, l.box_pitch, l.box_rows, a.g.np)) {
       a.tma = a.fuse2 = true;
       a.pitch = l.pitch;
       a.fplane = TileDivmod(uint32_t(l.eh2 * l.ew2));

@@ -583,11 +583,12 @@ __device__ __forceinline__ void haar_pass_from_tile(const T* buf, int pitch, int
 // The level-2 fused Haar pass (forward and backward base kernels): per 4 x 4 pixel block of the box
 // (np x xh rows, `pitch` elements apart, the tile's column 0 at `off`), its four 2x2 blocks' Y_1
 // and the Haar analysis of their four LL values, Y_2 (np x 4 x eh2 x ew2; X_1 = LL(x) with the
-// cascade's formula, which haar4's LL is). Y_1 (np x 4 x qh x qw) covers the blocks from block
-// (b0, b0) on; with kInner the blocks outside it are skipped (the backward keeps Y_1 over the inner
-// region only), without it Y_1 covers every block (b0 = 0). With `copy` the pixels also go to the
-// float tile (rows xw apart).
-template <typename T, bool kInner = false>
+// cascade's formula, which haar4's LL is, rounded through Tll, the type the cascade would store
+// X_1 in). Y_1 (np x 4 x qh x qw) covers the blocks from block (b0, b0) on; with kInner the blocks
+// outside it are skipped (the backward keeps Y_1 over the inner region only), without it Y_1
+// covers every block (b0 = 0). With `copy` the pixels also go to the float tile (rows xw apart):
+// every block's (np x xh rows), or with kInner the inner blocks' (np x 2 qh rows).
+template <typename T, bool kInner = false, typename Tll = float>
 __device__ __forceinline__ void haar2_pass_from_tile(const T* buf, int pitch, int off, bool copy, float* xs, int xh,
                                                      int xw, float* ys, int qh, int qw, int b0, float* y2s, int eh2,
                                                      int ew2, int np, const TileDivmod& plane,
@@ -595,6 +596,8 @@ __device__ __forceinline__ void haar2_pass_from_tile(const T* buf, int pitch, in
   for (int e = threadIdx.x; e < np * eh2 * ew2; e += blockDim.x) {
     const Pos3 q = split3(e, plane, row);
     const T* src = buf + (q.p * xh + 4 * q.y) * pitch + off + 4 * q.x;
+    const int by = q.y - b0, bx = q.x - b0;
+    const bool inner = !kInner || (unsigned(by) < unsigned(qh / 2) && unsigned(bx) < unsigned(qw / 2));
     float4 px[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
@@ -604,7 +607,11 @@ __device__ __forceinline__ void haar2_pass_from_tile(const T* buf, int pitch, in
         const float2 u0 = load2(src + i * pitch), u1 = load2(src + i * pitch + 2);
         px[i] = make_float4(u0.x, u0.y, u1.x, u1.y);
       }
-      if (copy) *reinterpret_cast<float4*>(xs + (q.p * xh + 4 * q.y + i) * xw + 4 * q.x) = px[i];
+      if constexpr (kInner) {
+        if (copy && inner) *reinterpret_cast<float4*>(xs + (q.p * 2 * qh + 4 * by + i) * xw + 4 * bx) = px[i];
+      } else {
+        if (copy) *reinterpret_cast<float4*>(xs + (q.p * xh + 4 * q.y + i) * xw + 4 * q.x) = px[i];
+      }
     }
     float z[2][2][4];  // [block row][block column][subband]
 #pragma unroll
@@ -612,8 +619,7 @@ __device__ __forceinline__ void haar2_pass_from_tile(const T* buf, int pitch, in
       haar4(px[2 * i].x, px[2 * i].y, px[2 * i + 1].x, px[2 * i + 1].y, z[i][0]);
       haar4(px[2 * i].z, px[2 * i].w, px[2 * i + 1].z, px[2 * i + 1].w, z[i][1]);
     }
-    const int by = q.y - b0, bx = q.x - b0;
-    if (!kInner || (unsigned(by) < unsigned(qh / 2) && unsigned(bx) < unsigned(qw / 2))) {
+    if (inner) {
 #pragma unroll
       for (int t = 0; t < 4; ++t)
 #pragma unroll
@@ -621,8 +627,9 @@ __device__ __forceinline__ void haar2_pass_from_tile(const T* buf, int pitch, in
           *reinterpret_cast<float2*>(ys + (q.p * 4 + t) * qh * qw + (2 * by + i) * qw + 2 * bx) =
               make_float2(z[i][0][t], z[i][1][t]);
     }
+    const auto ll = [](float v) { return to_float(from_float<Tll>(v)); };
     float y2[4];
-    haar4(z[0][0][0], z[0][1][0], z[1][0][0], z[1][1][0], y2);
+    haar4(ll(z[0][0][0]), ll(z[0][1][0]), ll(z[1][0][0]), ll(z[1][1][0]), y2);
 #pragma unroll
     for (int t = 0; t < 4; ++t) y2s[(q.p * 4 + t) * eh2 * ew2 + q.y * ew2 + q.x] = y2[t];
   }

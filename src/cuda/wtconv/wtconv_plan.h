@@ -316,47 +316,72 @@ inline size_t bwd_base_tma_smem(const WtconvTile& t, int64_t W, int k, int s, in
 }
 
 // Backward base with level 2 fused (L = 2, bwd_fused_smem): the x and dy boxes also cover level
-// 2's halo (2 r more pixels on every side, rows `pitch` floats apart), the Haar passes form Y_1 and
-// G_1 over the inner (th + 2r) x (tw + 2r) coefficients and Y_2, G_2 (np x 4 x eh2 x ew2) from the
-// same 4 x 4 pixel blocks, the level-2 convs (th/2 x tw/2 per plane) run beside the level-1 ones,
-// and the dx conv adds dX_1, synthesised from them, where it reads a coefficient's dY_1.
-// Layout (byte offsets from the 128-byte aligned base): nine filters, the x and dy boxes (128-byte
-// aligned), Y_1, G_1, dY_1, Y_2, G_2, dY_2, the mbarrier. The correlation partials of the block's
-// last step (parts x 12k x k, + parts x 4 sums) reuse the boxes, dead by then.
+// 2's halo (2 r more pixels on every side), the Haar passes form Y_1 and G_1 over the inner
+// (th + 2r) x (tw + 2r) coefficients and Y_2, G_2 (np x 4 x eh2 x ew2) from the same 4 x 4 pixel
+// blocks, the level-2 convs (th/2 x tw/2 per plane) run beside the level-1 ones, and the dx conv
+// adds dX_1, synthesised from them, where it reads a coefficient's dY_1.
+// fp32: the boxes are the pixel tiles (ph x pitch floats, the inner tile 2 r pixels in).
+// 16-bit (copy): the boxes hold raw elements (box_rows x box_pitch) and land in the G_1 and
+// dY_2-dY_1 regions, free until the Haar passes; the x pass converts the inner pixels into the
+// float tile xs (ph = 2 (th + 2r) rows) before the dy box's region is written, then the dy pass.
+// Layout (byte offsets from the 128-byte aligned base, every region 128-byte aligned): nine
+// filters, the x and dy pixel tiles, Y_1, G_1, Y_2, G_2, dY_1, dY_2, the mbarrier. The correlation
+// partials of the block's last step (parts x 12k x k, + parts x 4 sums) reuse the pixel tiles.
 struct BwdFusedLayout {
-  int ph = 0, pitch = 0;  // box rows and columns (the pixel tiles' pitch)
+  bool copy = false;
+  int ph = 0, pitch = 0;              // pixel tile rows and pitch (floats)
+  int box_rows = 0, box_pitch = 0;    // box rows and columns (elements)
   int th2 = 0, tw2 = 0, eh2 = 0, ew2 = 0;
-  size_t xs = 0, ds = 0, rest = 0, bar = 0, bytes = 0;  // rest: Y_1 onwards
+  size_t xs = 0, ds = 0, ys = 0, gs = 0, y2s = 0, g2s = 0, dz = 0, dz2 = 0, end = 0;
+  size_t xbox = 0, dbox = 0, box_bytes = 0, bar = 0, bytes = 0;
 };
-WTCONV_HOST_DEVICE inline BwdFusedLayout bwd_fused_layout(int k, int th, int tw, int np) {
+WTCONV_HOST_DEVICE inline BwdFusedLayout bwd_fused_layout(int k, int th, int tw, int np, int esize) {
   const int r = k / 2, eh = th + 2 * r, ew = tw + 2 * r;
   BwdFusedLayout t;
   set_level2_tile(t, th / 2, tw / 2, r);  // half the level-1 coefficients on each side
-  t.ph = 4 * t.eh2;
-  t.pitch = bwd_pixel_pitch(2 * t.ew2);
-  const size_t box = size_t(np) * t.ph * t.pitch * 4;
-  t.xs = (9 * size_t(filter_stride(k)) * 4 + 127) / 128 * 128;
-  t.ds = (t.xs + box + 127) / 128 * 128;
-  t.rest = (t.ds + box + 127) / 128 * 128;
-  const size_t floats = size_t(np) * (2 * 4 * size_t(eh) * ew + 4 * size_t(th) * tw + 2 * 4 * size_t(t.eh2) * t.ew2 +
-                                      4 * size_t(t.th2) * t.tw2);
-  t.bar = (t.rest + floats * 4 + 7) / 8 * 8;
+  t.copy = esize != 4;
+  t.box_rows = 4 * t.eh2;
+  t.ph = t.copy ? 2 * eh : t.box_rows;
+  t.pitch = bwd_pixel_pitch(t.copy ? ew : 2 * t.ew2);
+  const int per16 = 16 / esize;
+  t.box_pitch = t.copy ? (4 * t.ew2 + per16 - 1) / per16 * per16 : t.pitch;
+  size_t off = 9 * size_t(filter_stride(k)) * 4;
+  const auto region = [&off](size_t bytes) {
+    const size_t at = (off + 127) / 128 * 128;
+    off = at + bytes;
+    return at;
+  };
+  const size_t tile = size_t(np) * t.ph * t.pitch * 4, sub = size_t(np) * 4 * 4;
+  t.xs = region(tile);
+  t.ds = region(tile);
+  t.ys = region(sub * eh * ew);
+  t.gs = region(sub * eh * ew);
+  t.y2s = region(sub * t.eh2 * t.ew2);
+  t.g2s = region(sub * t.eh2 * t.ew2);
+  t.dz = region(sub * th * tw);
+  t.dz2 = region(sub * t.th2 * t.tw2);
+  t.end = off;
+  t.box_bytes = size_t(np) * t.box_rows * t.box_pitch * esize;
+  t.xbox = t.copy ? t.gs : t.xs;
+  t.dbox = t.copy ? t.dz : t.ds;
+  t.bar = (off + 7) / 8 * 8;
   t.bytes = t.bar + 8;
   return t;
 }
 // Floats of the correlation partials of the fused backward (level 1, base, level 2: 12k jobs).
 WTCONV_HOST_DEVICE constexpr int bwd_fused_red_floats(int k) { return corr_parts_per_warp(k) * (12 * k * k + 4); }
 // Whether the backward of an L = 2 problem fuses level 2 into the base kernel (its level kernel,
-// the dX_1 round trip and its second read of x and dy disappear): fp32 at stride 1 (the boxes are
-// the pixel tiles, as in bwd_base_tma_smem), k = 5 (the specialised size with even r, whose box
-// origins stay 16-byte aligned), tw % 4 == 0 (level 2's tile in column pairs), th even, rows of
-// whole 16 bytes, box sides <= 256, the partials fitting in the boxes, and the layout keeping the
-// resident blocks of the unfused kernel. Returns the shared memory, or 0.
+// the dX_1 round trip and its second read of x and dy disappear): stride 1, k = 5 (the specialised
+// size with even r, whose box origins stay 16-byte aligned), tw % 4 == 0 (level 2's tile in column
+// pairs), th even, rows of whole 16 bytes, box sides <= 256, 16-bit boxes fitting the regions they
+// borrow (G_1 for x; dY_1 and dY_2 for dy), the partials fitting in the pixel tiles, and the layout
+// keeping the resident blocks of the unfused kernel. Returns the shared memory, or 0.
 inline size_t bwd_fused_smem(const WtconvTile& t, int L, int64_t W, int k, int s, int esize) {
-  if (L != 2 || s != 1 || k != 5 || esize != 4 || t.th % 2 != 0 || t.tw % 4 != 0 || W % 4 != 0) return 0;
-  const BwdFusedLayout l = bwd_fused_layout(k, t.th, t.tw, t.np);
-  if (l.ph > 256 || l.pitch > 256 || t.np > 256) return 0;
-  if (size_t(bwd_fused_red_floats(k)) * 4 > l.rest - l.xs) return 0;
+  if (L != 2 || s != 1 || k != 5 || t.th % 2 != 0 || t.tw % 4 != 0 || (W * esize) % 16 != 0) return 0;
+  const BwdFusedLayout l = bwd_fused_layout(k, t.th, t.tw, t.np, esize);
+  if (l.box_rows > 256 || l.box_pitch > 256 || t.np > 256) return 0;
+  if (l.copy && (l.box_bytes > l.y2s - l.gs || l.box_bytes > l.end - l.dz)) return 0;
+  if (size_t(bwd_fused_red_floats(k)) * 4 > l.ys - l.xs) return 0;
   if (!layout_keeps_blocks(l.bytes, t.smem, bwd_base_blocks_per_sm(k))) return 0;
   return l.bytes;
 }
