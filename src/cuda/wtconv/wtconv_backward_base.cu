@@ -15,8 +15,9 @@
 namespace winconv {
 namespace wtconv_detail {
 
-// kTma: the TMA-staged instance (a.tma: fp32, tiles starting 16-byte aligned), compiled apart so
-// that the other instances keep their registers (bwd_base_tma_smem).
+// kTma: the TMA-staged instances (a.tma: the unfused fp32 one, tiles starting 16-byte aligned, and
+// every fused one), compiled apart so that the other instances keep their registers
+// (bwd_base_tma_smem, bwd_fused_smem).
 // kFuse2 (with kTma): level 2 fused (a.fuse2, bwd_fused_layout). The boxes grow by level 2's halo,
 // 2 r pixels on every side, Y_1 and G_1 keep the inner region, and the level-2 convs and
 // correlations run beside the level-1 ones. fp32: the boxes are the pixel tiles (the inner tile
@@ -418,13 +419,13 @@ cudaError_t launch_backward_base(const BwdBaseArgs<T>& args, size_t smem, cudaSt
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
   return dispatch_kernel_size(a.k, [&](auto kc) {
     constexpr int K = decltype(kc)::value;
-    // A TMA instance where the tiles can start 16-byte aligned (fp32, even r: k = 5 among the
-    // specialised sizes). With the boxes copied into the tiles instead (k = 3, 7; 16-bit) the
-    // spills it added cost more than the staging it saved (docs/wtconv.md, perf note 29).
     // The fused instances (every dtype; the plan fuses only k = 5: bwd_fused_smem).
     if constexpr (K != 0 && (K / 2) % 2 == 0) {
       if (a.fuse2) return launch_with_smem(backward_base_kernel<T, K, true, true>, blocks, launch_smem, stream, a);
     }
+    // An unfused TMA instance where the tiles can start 16-byte aligned (fp32, even r: k = 5 among
+    // the specialised sizes). With the boxes copied into the tiles instead (k = 3, 7; 16-bit) the
+    // spills it added cost more than the staging it saved (docs/wtconv.md, perf note 29).
     if constexpr (std::is_same<T, float>::value && K != 0 && (K / 2) % 2 == 0) {
       if (a.tma) return launch_with_smem(backward_base_kernel<T, K, true, false>, blocks, launch_smem, stream, a);
     }
@@ -433,14 +434,20 @@ cudaError_t launch_backward_base(const BwdBaseArgs<T>& args, size_t smem, cudaSt
   });
 }
 
+// The x and dy tensor maps, boxes of box_w x box_h x 1 x np; false when either cannot be encoded.
+template <typename T>
+bool encode_bwd_maps(BwdBaseArgs<T>& a, int box_w, int box_h) {
+  return encode_plane_box_map(&a.xmap, a.x, int(sizeof(T)), a.W, a.H, a.C, a.B, box_w, box_h, a.g.np) &&
+         encode_plane_box_map(&a.dmap, a.dy, int(sizeof(T)), a.Wo, a.Ho, a.C, a.B, box_w, box_h, a.g.np);
+}
+
 template <typename T>
 void prepare_backward_base(BwdBaseArgs<T>& a) {
   a.tma = a.fuse2 = false;
   const int r = a.k / 2;
   if (a.fused_smem > 0 && a.w2 != nullptr && a.s2 != nullptr && a.partial2 != nullptr) {
     const BwdFusedLayout l = bwd_fused_layout(a.k, a.g.th, a.g.tw, a.g.np, int(sizeof(T)));
-    if (encode_plane_box_map(&a.xmap, a.x, int(sizeof(T)), a.W, a.H, a.C, a.B, l.box_pitch, l.box_rows, a.g.np) &&
-        encode_plane_box_map(&a.dmap, a.dy, int(sizeof(T)), a.Wo, a.Ho, a.C, a.B, l.box_pitch, l.box_rows, a.g.np)) {
+    if (encode_bwd_maps(a, l.box_pitch, l.box_rows)) {
       a.tma = a.fuse2 = true;
       a.pitch = l.pitch;
       a.fplane = TileDivmod(uint32_t(l.eh2 * l.ew2));
@@ -452,8 +459,7 @@ void prepare_backward_base(BwdBaseArgs<T>& a) {
   }
   if (a.tma_smem > 0) {
     const BwdBaseTmaLayout l = bwd_base_tma_layout(a.k, a.g.th, a.g.tw, a.g.np, a.pitch);
-    a.tma = encode_plane_box_map(&a.xmap, a.x, int(sizeof(T)), a.W, a.H, a.C, a.B, a.pitch, l.ph, a.g.np) &&
-            encode_plane_box_map(&a.dmap, a.dy, int(sizeof(T)), a.Wo, a.Ho, a.C, a.B, a.pitch, l.ph, a.g.np);
+    a.tma = encode_bwd_maps(a, a.pitch, l.ph);
     if (a.tma) {
       const int ew = a.g.tw + 2 * r;
       a.hplane = TileDivmod(uint32_t(l.ph / 2 * (ew / 2)));

@@ -129,8 +129,8 @@ struct BwdBaseArgs {
   QuadDivisors<FastDivmod> quads;  // quad jobs over the eh rows of the pixel tile
   bool pair_sub;             // two columns per level-1 subband strip job (tw even)
   FastDivmod qcols2, qstrips4;  // column pairs of the subband convs; 4-row strips
-  // TMA staging (plan.bwd_base_tma_smem > 0 and both maps encode; set by the launcher): boxes of
-  // pitch x 2 eh x 1 x np straight into the pixel tiles.
+  // TMA staging (plan.bwd_base_tma_smem > 0 and both maps encode; set by prepare_backward_base):
+  // boxes of pitch x 2 eh x 1 x np straight into the pixel tiles (fused: bwd_fused_layout's boxes).
   size_t tma_smem = 0;       // from the plan; 0: no TMA
   bool tma = false;
   TileDivmod hplane, hrow;   // Haar pass: 2 x 4 pixel quads per plane (eh * ew / 2) and per row (ew / 2)
