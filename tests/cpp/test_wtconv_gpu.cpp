@@ -22,11 +22,16 @@ bool have_device() {
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
 
+// n device bytes at p, `off` bytes past the start of their allocation (an aligned address).
 struct DevBuf {
+  void* base = nullptr;
   void* p = nullptr;
   size_t n = 0;
-  explicit DevBuf(size_t bytes) : n(bytes) { EXPECT_EQ(cudaMalloc(&p, bytes ? bytes : 1), cudaSuccess); }
-  ~DevBuf() { cudaFree(p); }
+  explicit DevBuf(size_t bytes, size_t off = 0) : n(bytes) {
+    EXPECT_EQ(cudaMalloc(&base, bytes + off ? bytes + off : 1), cudaSuccess);
+    p = static_cast<char*>(base) + off;
+  }
+  ~DevBuf() { cudaFree(base); }
   std::vector<char> get() const {
     std::vector<char> h(n);
     cudaMemcpy(h.data(), p, n, cudaMemcpyDeviceToHost);
@@ -68,8 +73,8 @@ double rel_l2(const std::vector<double>& got, const std::vector<double>& ref) {
 }
 
 // Checks one problem against the float64 oracle and for bit-identical reruns; returns the outputs
-// (y, dx, then every parameter gradient). offset > 0 places x and dy that many elements past an
-// aligned address, which turns the kernels' vectorised staging off.
+// (y, dx, then every parameter gradient). offset > 0 places x, dy, y and dx that many elements past
+// an aligned address, which turns the kernels' vectorised staging and paired output stores off.
 std::vector<std::vector<char>> run_case(int B, int C, int H, int W, int k, int L, int s, Precision prec, bool bias,
                                         uint32_t seed, int offset = 0) {
   SCOPED_TRACE(::testing::Message() << "B" << B << " C" << C << " " << H << "x" << W << " k" << k << " L" << L
@@ -88,9 +93,10 @@ std::vector<std::vector<char>> run_case(int B, int C, int H, int W, int k, int L
   for (int l = 0; l < L; ++l) { wl[l] = randv(4 * C * kk, 1.f / k, 0); sl[l] = randv(4 * C, 0.3f, 0.5f); }
 
   const size_t shift = size_t(offset) * esz(prec);
-  DevBuf dx_in(xb.size() + shift), ddy(dyb.size() + shift), dy_out(p.y_elements() * esz(prec)), ddx(xb.size());
-  void* x_ptr = static_cast<char*>(dx_in.p) + shift;
-  void* dy_ptr = static_cast<char*>(ddy.p) + shift;
+  DevBuf dx_in(xb.size(), shift), ddy(dyb.size(), shift), dy_out(p.y_elements() * esz(prec), shift),
+      ddx(xb.size(), shift);
+  void* x_ptr = dx_in.p;
+  void* dy_ptr = ddy.p;
   cudaMemcpy(x_ptr, xb.data(), xb.size(), cudaMemcpyHostToDevice);
   cudaMemcpy(dy_ptr, dyb.data(), dyb.size(), cudaMemcpyHostToDevice);
   std::vector<std::unique_ptr<DevBuf>> keep;
@@ -207,7 +213,8 @@ TEST(WtconvGpu, ManyPlanesPerBlockAndSplits) {
 // forward always where its plan allows, in place or copied; the backward for fp32 with even r) and
 // the 4-element (16-byte fp32, 8-byte fp16) staging with the Haar analysis on the fly elsewhere;
 // the same problem one element off alignment takes the scalar staging (and an L = 2 forward that
-// fuses level 2 into the base kernel then runs the level kernel). All compute the same sums in the
+// fuses level 2 into the base kernel then runs the level kernel) and stores y and dx one element
+// at a time instead of in column pairs (even widths). All compute the same sums in the
 // same order, so every output must be bit-identical. The shapes cover in-place and copied boxes
 // (even and odd r), box origins off 16-byte alignment, boxes wider than the plane, 16-bit rows
 // that fail the 16-byte rule, strides 2 and 3, and fused forwards and backwards with one and many

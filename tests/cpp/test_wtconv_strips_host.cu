@@ -159,26 +159,40 @@ void check_strips() {
   const std::vector<float> wv = random_floats(K * K + 4, 7 * K + R);
   std::memcpy(tile, t.data(), sizeof tile);
   std::memcpy(w, wv.data(), sizeof w);
-  for (int rows_left = 1; rows_left <= rows; ++rows_left) {
-    const int valid = rows_left - K + 1;  // outputs whose K input rows all lie in the tile
-    SCOPED_TRACE("K=" + std::to_string(K) + " R=" + std::to_string(R) + " rows_left=" + std::to_string(rows_left));
-    for (int col = 1; col < 5; ++col) {
-      float acc[R];
-      conv_column_strip<K, R>(w, tile + col, pitch, rows_left, acc);
-      for (int o = 0; o < valid && o < R; ++o)
-        EXPECT_TRUE(same_bits(acc[o], conv_window<K>(w, tile + o * pitch + col, pitch, K))) << "col=" << col << " o=" << o;
+  // The filter at w (16-byte aligned: the float4 loads, with and without the run-time test) and at
+  // w + 1 (the scalar loads).
+  for (int wo = 0; wo < 2; ++wo) {
+    const float* f = w + wo;
+    for (int rows_left = 1; rows_left <= rows; ++rows_left) {
+      const int valid = rows_left - K + 1;  // outputs whose K input rows all lie in the tile
+      SCOPED_TRACE("K=" + std::to_string(K) + " R=" + std::to_string(R) + " rows_left=" + std::to_string(rows_left) +
+                   " filter offset=" + std::to_string(wo));
+      for (int col = 1; col < 5; ++col) {
+        float acc[R], acc_a[R];
+        conv_column_strip<K, R>(f, tile + col, pitch, rows_left, acc);
+        if (wo == 0) conv_column_strip<K, R, true>(f, tile + col, pitch, rows_left, acc_a);
+        for (int o = 0; o < valid && o < R; ++o) {
+          const float want = conv_window<K>(f, tile + o * pitch + col, pitch, K);
+          EXPECT_TRUE(same_bits(acc[o], want)) << "col=" << col << " o=" << o;
+          if (wo == 0) EXPECT_TRUE(same_bits(acc_a[o], want)) << "aligned filter, col=" << col << " o=" << o;
+        }
+      }
+      // Two columns from an 8-byte aligned start (kOdd = false) and from an odd float (kOdd = true,
+      // which reads from the float before).
+      for (int start = 2; start < 4; ++start) {
+        float acc2[R][2], acc2_a[R][2];
+        if (start == 2) conv_pair_strip<K, R, false>(f, tile + start, pitch, rows_left, acc2);
+        else conv_pair_strip<K, R, true>(f, tile + start, pitch, rows_left, acc2);
+        if (wo == 0 && start == 2) conv_pair_strip<K, R, false, true>(f, tile + start, pitch, rows_left, acc2_a);
+        if (wo == 0 && start == 3) conv_pair_strip<K, R, true, true>(f, tile + start, pitch, rows_left, acc2_a);
+        for (int o = 0; o < valid && o < R; ++o)
+          for (int u = 0; u < 2; ++u) {
+            const float want = conv_window<K>(f, tile + o * pitch + start + u, pitch, K);
+            EXPECT_TRUE(same_bits(acc2[o][u], want)) << "start=" << start << " o=" << o;
+            if (wo == 0) EXPECT_TRUE(same_bits(acc2_a[o][u], want)) << "aligned filter, start=" << start << " o=" << o;
+          }
+      }
     }
-    // Two columns from an 8-byte aligned start (kOdd = false) and from an odd float (kOdd = true,
-    // which reads from the float before).
-    float acc2[R][2];
-    conv_pair_strip<K, R, false>(w, tile + 2, pitch, rows_left, acc2);
-    for (int o = 0; o < valid && o < R; ++o)
-      for (int u = 0; u < 2; ++u)
-        EXPECT_TRUE(same_bits(acc2[o][u], conv_window<K>(w, tile + o * pitch + 2 + u, pitch, K))) << "o=" << o;
-    conv_pair_strip<K, R, true>(w, tile + 3, pitch, rows_left, acc2);
-    for (int o = 0; o < valid && o < R; ++o)
-      for (int u = 0; u < 2; ++u)
-        EXPECT_TRUE(same_bits(acc2[o][u], conv_window<K>(w, tile + o * pitch + 3 + u, pitch, K))) << "odd o=" << o;
   }
 }
 

@@ -15,6 +15,10 @@
 namespace winconv {
 namespace wtconv_detail {
 
+// Pixel origin, along one axis, of the boxes of an item whose first level-1 coefficient there is
+// t0: r coefficients of halo, and g2 more pixels for level 2's (fused).
+__device__ __forceinline__ int bwd_box_origin(int t0, int r, int g2) { return 2 * (t0 - r) - g2; }
+
 // kTma: the TMA-staged instances (a.tma: the unfused fp32 one, tiles starting 16-byte aligned, and
 // every fused one), compiled apart so that the other instances keep their registers
 // (bwd_base_tma_smem, bwd_fused_smem).
@@ -138,7 +142,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
   for (int64_t item = begin; item < end; item += step, ++iteration) {
     const ItemPos pos = decode_item(a.g, item);
     const int g2 = kFuse2 ? 2 * r : 0;  // fused: the boxes' extra pixels for level 2's halo
-    const int py0 = 2 * (pos.y0 - r) - g2, px0 = 2 * (pos.x0 - r) - g2;  // pixel origin of the box
+    const int py0 = bwd_box_origin(pos.y0, r, g2), px0 = bwd_box_origin(pos.x0, r, g2);
     __syncthreads();
     if constexpr (kTma) {
       // One box of x and one of dy (zeros outside the planes and past the batch). The next item's
@@ -155,8 +159,9 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
         }
         if (item + step < end) {
           const ItemPos nx = decode_item(a.g, item + step);
-          tma_prefetch_4d(&a.xmap, 2 * (nx.x0 - r) - g2, 2 * (nx.y0 - r) - g2, c, nx.b0);
-          tma_prefetch_4d(&a.dmap, 2 * (nx.x0 - r) - g2, 2 * (nx.y0 - r) - g2, c, nx.b0);
+          const int ny = bwd_box_origin(nx.y0, r, g2), nxx = bwd_box_origin(nx.x0, r, g2);
+          tma_prefetch_4d(&a.xmap, nxx, ny, c, nx.b0);
+          tma_prefetch_4d(&a.dmap, nxx, ny, c, nx.b0);
         }
       }
       mbarrier_wait(bar, uint32_t(iteration) & 1u);
@@ -274,7 +279,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
           const int col = 2 * j.col, p = j.slot, b = pos.b0 + p, x = 2 * pos.x0 + col, y0 = 2 * pos.y0 + j.row0;
           if (b >= a.B || x >= a.W || y0 >= a.H) continue;
           float acc[R][2];
-          conv_pair_strip<K, R, (K / 2) % 2 == 1>(w0f, di + p * pplane + (j.row0 + r) * pw + (col + r), pw,
+          conv_pair_strip<K, R, (K / 2) % 2 == 1, true>(w0f, di + p * pplane + (j.row0 + r) * pw + (col + r), pw,
                                                   ph - gp - (j.row0 + r), acc);
           // Pixel rows [y0, y0 + n), y0 even, columns x, x + 1 (x even): one coefficient each pair.
           const int n = min(min(R, pth - j.row0), a.H - y0), ncols = min(2, a.W - x), dzplane = th * tw;
@@ -293,10 +298,17 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
               d[0] += to_float(from_float<T>(0.5f * synth_child(v, cy & 1, cx & 1)));
             }
 #pragma unroll
-            for (int u = 0; u < 2; ++u) {
-              if (u >= ncols) break;
-              dxp[u] = from_float<T>(acc[o][u] + 0.5f * synth_child(d, 0, u));
-              if (o + 1 < n) dxp[a.W + u] = from_float<T>(acc[o + 1][u] + 0.5f * synth_child(d, 1, u));
+            for (int h = 0; h < 2; ++h) {
+              if (h == 1 && o + 1 >= n) break;
+              const float o0 = acc[o + h][0] + 0.5f * synth_child(d, h, 0);
+              const float o1 = acc[o + h][1] + 0.5f * synth_child(d, h, 1);
+              T* row = dxp + h * int64_t(a.W);
+              if (ncols == 2 && a.dx_pairs) {
+                store2(row, o0, o1);
+              } else {
+                row[0] = from_float<T>(o0);
+                if (ncols == 2) row[1] = from_float<T>(o1);
+              }
             }
           }
         }
@@ -410,6 +422,7 @@ cudaError_t launch_backward_base(const BwdBaseArgs<T>& args, size_t smem, cudaSt
     a.pstrips = strip_count<FastDivmod>(2 * th, pr);
     a.quads = quad_divisors<FastDivmod>(eh, 2 * ew, bwd_quad_lead(tw, r));
     a.pair_sub = tw % 2 == 0;  // even ew and plane: 8-byte aligned G_1 rows
+    a.dx_pairs = a.W % 2 == 0 && reinterpret_cast<uintptr_t>(a.dx) % (2 * sizeof(T)) == 0;
     a.qcols2 = pair_count<FastDivmod>(tw);
     a.qstrips4 = strip_count<FastDivmod>(th, kStripRows);
     a.vec4 = a.stride == 1 && a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.x) % (4 * sizeof(T)) == 0 &&

@@ -88,6 +88,23 @@ __host__ __device__ __forceinline__ float conv_window(const float* w, const floa
   return acc;
 }
 
+// f(u) for the positions x + u of the chunks [x, x + CH) of [x, n), u = 0, STEP, ... < CH: whole
+// chunks fully unrolled (f's ring indices, u modulo a ring length, are compile-time constants),
+// then the last partial chunk as the same unrolled code left early rather than a shifting loop.
+// x is the chunk base f reads (captured by reference); it ends at the last chunk's start.
+template <int CH, int STEP, typename F>
+__host__ __device__ __forceinline__ void unrolled_chunks(int& x, int n, F&& f) {
+  for (; x + CH <= n; x += CH) {
+#pragma unroll
+    for (int u = 0; u < CH; u += STEP) f(u);
+  }
+#pragma unroll
+  for (int u = 0; u < CH; u += STEP) {
+    if (x + u >= n) break;
+    f(u);
+  }
+}
+
 // acc[j] += sum over a row of n positions of g[x] * y[x + j], j < k: one row of the correlation
 // that gives a weight gradient. The k accumulators stay in registers (KMAX-sized, guarded). For a
 // compile-time K the k inputs y[x..x+K-1] slide through registers, so each position costs two
@@ -139,30 +156,14 @@ __host__ __device__ __forceinline__ void corr_row(float* acc, const float* y, co
         win[j] = v.x;
         win[j + 1] = v.y;
       }
-      // Invariant at the top of a chunk: win[m] = y[x + m] for m < K - 1, x even.
-      for (; x + W <= n; x += W) {
-#pragma unroll
-        for (int u = 0; u < W; u += 2) pair(u);
-      }
-      // The rest (< W positions, an even count).
-#pragma unroll
-      for (int u = 0; u < W; u += 2) {
-        if (x + u >= n) break;
-        pair(u);
-      }
+      // Invariant at the top of a chunk: win[m] = y[x + m] for m < K - 1, x even. The last chunk
+      // holds fewer than W positions, an even count.
+      unrolled_chunks<W, 2>(x, n, pair);
     } else {
 #pragma unroll
       for (int j = 0; j < K - 1; ++j) win[j] = y[j];
       // Invariant at the top of a chunk: win[m] = y[x + m] for m < K - 1 (a ring of K).
-      for (; x + K <= n; x += K) {
-#pragma unroll
-        for (int u = 0; u < K; ++u) single(std::integral_constant<int, K>{}, u);
-      }
-#pragma unroll
-      for (int u = 0; u < K; ++u) {
-        if (x + u >= n) break;
-        single(std::integral_constant<int, K>{}, u);
-      }
+      unrolled_chunks<K, 1>(x, n, [&](int u) { single(std::integral_constant<int, K>{}, u); });
     }
   } else {
     for (int x = 0; x < n; ++x) {
@@ -221,15 +222,7 @@ __host__ __device__ __forceinline__ void corr_row_quads(float* acc, const float*
       for (int j = 0; j < K; ++j) acc[j] = fmaf(wy[(u + v + j + kOy) % RY], gv, acc[j]);
     }
   };
-  for (; x + CH <= n; x += CH) {
-#pragma unroll
-    for (int u = 0; u < CH; u += 4) step(u);
-  }
-#pragma unroll
-  for (int u = 0; u < CH; u += 4) {
-    if (x + u >= n) break;
-    step(u);
-  }
+  unrolled_chunks<CH, 4>(x, n, step);
 }
 
 // corr_row, taking the quad path when the caller's block-uniform `quads` holds (a per-row test
@@ -310,11 +303,14 @@ __host__ __device__ __forceinline__ void conv_column_strip_rows(const float (&wr
     }
   }
 }
-// The K*K filter at w into registers: float4 loads when w is 16-byte aligned (the base kernels'
-// filters, filter_stride apart), scalar loads otherwise.
-template <int K>
+// The K*K filter at w into registers: float4 loads when w is 16-byte aligned, scalar loads
+// otherwise. kAligned: the caller guarantees the alignment (the base kernels' filters, filter_stride
+// floats apart from the 128-byte aligned shared memory base), so no run-time test: with it, the
+// compiler issued the float4 loads and then both branches' register moves, predicated, ~50 moves
+// per strip job (docs/wtconv.md, perf note 33).
+template <int K, bool kAligned = false>
 __host__ __device__ __forceinline__ void load_filter(const float* w, float (&wr)[K * K]) {
-  if ((reinterpret_cast<uintptr_t>(w) & 15) == 0) {
+  if (kAligned || (reinterpret_cast<uintptr_t>(w) & 15) == 0) {
 #pragma unroll
     for (int i = 0; i + 4 <= K * K; i += 4) {
       const float4 v = *reinterpret_cast<const float4*>(w + i);
@@ -331,11 +327,11 @@ __host__ __device__ __forceinline__ void load_filter(const float* w, float (&wr)
   }
 }
 
-template <int K, int R>
+template <int K, int R, bool kAlignedW = false>
 __host__ __device__ __forceinline__ void conv_column_strip(const float* w, const float* src, int pitch, int rows_left,
                                                            float (&acc)[R]) {
   float wr[K * K];
-  load_filter<K>(w, wr);
+  load_filter<K, kAlignedW>(w, wr);
 #pragma unroll
   for (int o = 0; o < R; ++o) acc[o] = 0.f;
   if (rows_left >= R + K - 1) conv_column_strip_rows<K, R, false>(wr, src, pitch, rows_left, acc);
@@ -375,11 +371,11 @@ __host__ __device__ __forceinline__ void conv_pair_strip_rows(const float (&wr)[
     }
   }
 }
-template <int K, int R, bool kOdd>
+template <int K, int R, bool kOdd, bool kAlignedW = false>
 __host__ __device__ __forceinline__ void conv_pair_strip(const float* w, const float* src, int pitch, int rows_left,
                                                          float (&acc)[R][2]) {
   float wr[K * K];
-  load_filter<K>(w, wr);
+  load_filter<K, kAlignedW>(w, wr);
 #pragma unroll
   for (int o = 0; o < R; ++o) acc[o][0] = acc[o][1] = 0.f;
   const float* base = kOdd ? src - 1 : src;
@@ -542,6 +538,16 @@ __device__ __forceinline__ float2 load2(const float* p) { return *reinterpret_ca
 __device__ __forceinline__ float2 load2(const __half* p) { return __half22float2(*reinterpret_cast<const __half2*>(p)); }
 __device__ __forceinline__ float2 load2(const __nv_bfloat16* p) {
   return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
+}
+
+// Two consecutive outputs as one 8-byte (fp32) or 4-byte (fp16/bf16) store at p (2-element aligned),
+// each rounded as from_float rounds it.
+__device__ __forceinline__ void store2(float* p, float a, float b) { *reinterpret_cast<float2*>(p) = make_float2(a, b); }
+__device__ __forceinline__ void store2(__half* p, float a, float b) {
+  *reinterpret_cast<__half2*>(p) = __floats2half2_rn(a, b);
+}
+__device__ __forceinline__ void store2(__nv_bfloat16* p, float a, float b) {
+  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
 }
 
 // TMA staging of the base kernels, the Haar pass: the level-1 subbands (qh x qw per plane) of the
@@ -827,7 +833,8 @@ __device__ __forceinline__ float first_residual(const float* grid, const ItemPos
 // R_1; backward: dY_1 from G_1 plus dX_1). Job e = (column group, strip of R rows, slot = p * 4 +
 // subband), NC = 1 or 2 adjacent columns per job (2 needs out_cols even and even-aligned src
 // rows; `cols` divides by out_cols / NC): dst[slot][row][col] = conv of src's subband plane with
-// the filter of the subband at w + subband * filter_stride(K) (+ the residual at LL). The
+// the filter of the subband at w + subband * filter_stride(K) (w 16-byte aligned, as every base
+// kernel's filters are; + the residual at LL). The
 // residual grid (h1 x w1, plane p at res0 + p * res_pstride, origin (oy, ox)) is read before the
 // convolution so its latency hides behind the arithmetic; a warp's jobs share one subband
 // whenever cols * strips >= 32, so the LL-only branch does not diverge.
@@ -863,11 +870,11 @@ __device__ __forceinline__ void subband_conv_phase(int jobs, const Div& cols, co
     float acc[R][NC];
     if constexpr (NC == 1) {
       float a1[R];
-      conv_column_strip<K, R>(wt, sp, src_pitch, src_rows - j.row0, a1);
+      conv_column_strip<K, R, true>(wt, sp, src_pitch, src_rows - j.row0, a1);
 #pragma unroll
       for (int o = 0; o < R; ++o) acc[o][0] = a1[o];
     } else {
-      conv_pair_strip<K, R, false>(wt, sp, src_pitch, src_rows - j.row0, acc);
+      conv_pair_strip<K, R, false, true>(wt, sp, src_pitch, src_rows - j.row0, acc);
     }
 #pragma unroll
     for (int o = 0; o < R; ++o) {

@@ -12,6 +12,10 @@
 namespace winconv {
 namespace wtconv_detail {
 
+// Pixel origin, along one axis, of the x tile of an item whose first output there is t0: the first
+// interior level-1 coefficient (s t0) / 2 less the conv's halo r and level 2's halo g2, in pixels.
+__device__ __forceinline__ int fwd_tile_origin(int t0, int s, int r, int g2) { return 2 * (((s * t0) >> 1) - r - g2); }
+
 // 4 resident blocks (64 registers, no spill) except k = 7 (2 blocks; at 3 it spills). At 3 blocks
 // (80 registers) 36% of the cycles had no eligible warp, mostly waiting at the barrier after the
 // staging and on its global loads; 4 blocks cut big_L2's fp32 forward 5.45 -> 5.07 ms.
@@ -73,7 +77,7 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
   // and planes past the batch, arrive as zeros).
   const auto request_tile = [&](int64_t item, int buf) {
     const ItemPos pos = decode_item(a.g, item);
-    const int x0y = 2 * (((s * pos.y0) >> 1) - r - g2), x0x = 2 * (((s * pos.x0) >> 1) - r - g2);
+    const int x0y = fwd_tile_origin(pos.y0, s, r, g2), x0x = fwd_tile_origin(pos.x0, s, r, g2);
     mbarrier_expect_bytes(bars + buf, uint32_t(np * xh * a.xp * sizeof(T)));
     tma_load_4d(tbuf + buf * tbytes, &a.xmap, x0x - tma_box_offset(x0x, sizeof(T)), x0y, c, pos.b0, bars + buf);
   };
@@ -90,7 +94,7 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
   for (int64_t item = begin; item < end; item += step, ++iteration) {
     const ItemPos pos = decode_item(a.g, item);
     const int qay = (s * pos.y0) >> 1, qax = (s * pos.x0) >> 1;  // first interior coefficient
-    const int x0y = 2 * (qay - r - g2), x0x = 2 * (qax - r - g2);  // x origin of the tile
+    const int x0y = fwd_tile_origin(pos.y0, s, r, g2), x0x = fwd_tile_origin(pos.x0, s, r, g2);
     __syncthreads();
     if constexpr (kFuse2) {
       // One box, this item's (requested once the barrier above freed it); the next one's goes to
@@ -99,7 +103,7 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
         request_tile(item, 0);
         if (item + step < end) {
           const ItemPos nx = decode_item(a.g, item + step);
-          const int ny = 2 * (((s * nx.y0) >> 1) - r - g2), nxx = 2 * (((s * nx.x0) >> 1) - r - g2);
+          const int ny = fwd_tile_origin(nx.y0, s, r, g2), nxx = fwd_tile_origin(nx.x0, s, r, g2);
           tma_prefetch_4d(&a.xmap, nxx - tma_box_offset(nxx, sizeof(T)), ny, c, nx.b0);
         }
       }
@@ -210,11 +214,11 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
           float acc[R][NC];
           if constexpr (NC == 1) {
             float a1[R];
-            conv_column_strip<KS, R>(w0s, src, xw, xh - row, a1);
+            conv_column_strip<KS, R, true>(w0s, src, xw, xh - row, a1);
 #pragma unroll
             for (int o = 0; o < R; ++o) acc[o][0] = a1[o];
           } else {
-            conv_pair_strip<KS, R, (KS / 2) % 2 == 1>(w0s, src, xw, xh - row, acc);
+            conv_pair_strip<KS, R, (KS / 2) % 2 == 1, true>(w0s, src, xw, xh - row, acc);
           }
           // Output rows [oy0, oy0 + n); two rows (and the NC columns, ox even when NC = 2) of one
           // coefficient share its four Z loads.
@@ -223,23 +227,43 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
           const float* zp = zs + p * 4 * zplane + ((oy0 >> 1) - qay) * qiw + (ox >> 1) - qax;
           T* yp = a.y + ((int64_t(b) * a.C + c) * a.Ho + oy0) * a.Wo + ox;
           if ((oy0 & 1) == 0) {
+            // NC = 2: ox is even (tile origins are multiples of the even tw), so column u's parity is
+            // u, and the pair is one store when a.y_pairs.
+            [[maybe_unused]] float v2[4];
+            if constexpr (kFuse2) {
+              // R_1 at the job's two coefficients (cy, cx), cy = row0 / 2 + o / 2, cx = j.col (the tile
+              // origin is a multiple of 4 outputs): the level-2 synthesis the level kernel would have
+              // stored, from their one level-2 parent (row0 / 4, j.col / 2).
+              static_assert(R == 4 && NC == 2, "the fused forward takes 4 x 2 strip jobs");
+              const float* z2 = z2s + (p * 4 * th2 + (j.row0 >> 2)) * tw2 + (j.col >> 1);
+              v2[0] = z2[0];
+              v2[1] = z2[th2 * tw2];
+              v2[2] = z2[2 * th2 * tw2];
+              v2[3] = z2[3 * th2 * tw2];
+            }
 #pragma unroll
             for (int o = 0; o < R; o += 2, zp += qiw, yp += 2 * int64_t(a.Wo)) {
               if (o >= n) break;
               float z[4] = {zp[0], zp[zplane], zp[2 * zplane], zp[3 * zplane]};
-              if constexpr (kFuse2) {
-                // + R_1 at this coefficient: the level-2 synthesis the level kernel would have stored
-                // (level-1 tile coefficient (cy, cx); the tile origin is a multiple of 4 outputs).
-                const int cy = ((oy0 >> 1) - qay) + (o >> 1), cx = (ox >> 1) - qax;
-                const float* z2 = z2s + (p * 4 * th2 + (cy >> 1)) * tw2 + (cx >> 1);
-                const float v[4] = {z2[0], z2[th2 * tw2], z2[2 * th2 * tw2], z2[3 * th2 * tw2]};
-                z[0] += synth_child(v, cy & 1, cx & 1);
-              }
+              if constexpr (kFuse2) z[0] += synth_child(v2, (o >> 1) & 1, j.col & 1);
+              const auto col_parity = [&](int u) { return NC == 2 ? u : (ox + u) & 1; };
+              float out[2][NC];
 #pragma unroll
               for (int u = 0; u < NC; ++u) {
-                if (u >= ncols) break;
-                yp[u] = from_float<T>(bias + acc[o][u] + synth_child(z, 0, (ox + u) & 1));
-                if (o + 1 < n) yp[a.Wo + u] = from_float<T>(bias + acc[o + 1][u] + synth_child(z, 1, (ox + u) & 1));
+                out[0][u] = bias + acc[o][u] + synth_child(z, 0, col_parity(u));
+                out[1][u] = bias + acc[o + 1 < R ? o + 1 : o][u] + synth_child(z, 1, col_parity(u));
+              }
+#pragma unroll
+              for (int h = 0; h < 2; ++h) {
+                if (h == 1 && o + 1 >= n) break;
+                T* row = yp + h * int64_t(a.Wo);
+                if (NC == 2 && ncols == 2 && a.y_pairs) {
+                  store2(row, out[h][0], out[h][NC - 1]);
+                } else {
+#pragma unroll
+                  for (int u = 0; u < NC; ++u)
+                    if (u < ncols) row[u] = from_float<T>(out[h][u]);
+                }
               }
             }
           } else {  // only when a tile is one row tall
@@ -260,7 +284,8 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
       };
       using I1 = std::integral_constant<int, 1>;
       using I2 = std::integral_constant<int, 2>;
-      if (a.pair_base) base_conv(std::integral_constant<int, 4>{}, I2{}, a.ocols2, a.ostrips4);
+      if constexpr (kFuse2) base_conv(std::integral_constant<int, 4>{}, I2{}, a.ocols2, a.ostrips4);  // s = 1, tw % 8 == 0
+      else if (a.pair_base) base_conv(std::integral_constant<int, 4>{}, I2{}, a.ocols2, a.ostrips4);
       else if (strip_rows(K, th) == 8) base_conv(std::integral_constant<int, 8>{}, I1{}, a.ocols, a.ostrips);
       else base_conv(std::integral_constant<int, 4>{}, I1{}, a.ocols, a.ostrips);
     } else {
@@ -302,6 +327,7 @@ cudaError_t launch_forward_base(const FwdBaseArgs<T>& args, size_t smem, cudaStr
     // pairs 8-byte aligned (the tiles start at multiples of 4 floats, filter_stride).
     a.pair_base = s == 1 && tw % 2 == 0;
     a.pair_sub = qiw % 2 == 0;
+    a.y_pairs = a.Wo % 2 == 0 && reinterpret_cast<uintptr_t>(a.y) % (2 * sizeof(T)) == 0;
     a.ocols2 = pair_count(tw);
     a.ostrips4 = strip_count(th, kStripRows);
     a.qcols2 = pair_count(qiw);
