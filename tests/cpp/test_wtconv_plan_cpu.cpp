@@ -401,6 +401,29 @@ TEST(WtconvPlan, LevelTwoReadsTheActivationsOnlyWhenL2) {
     }
 }
 
+// The fused base kernels have compile-time instances for the tiles large planes take
+// (kFusedFwdTileH x kFusedFwdTileW outputs, kFusedBwdTileH x kFusedBwdTileW coefficients, one plane
+// per item); if the tile pickers stopped giving those, the fused problems would silently fall back
+// to the slower run-time-tile instances.
+TEST(WtconvPlan, LargeFusedPlanesTakeTheFixedTiles) {
+  for (Precision prec : {Precision::kFP32, Precision::kFP16, Precision::kBF16})
+    for (const int hw : {64, 136, 512}) {  // rows of whole 16 bytes in every precision
+      WtconvProblem p;
+      p.batch = 4; p.channels = 8; p.height = hw; p.width = 2 * hw; p.kernel_size = 5; p.levels = 2;
+      p.stride = 1; p.precision = prec;
+      const WtconvPlan plan = make_wtconv_plan(p);
+      SCOPED_TRACE(describe(p));
+      EXPECT_GT(plan.fwd_fused_smem, 0u);
+      EXPECT_GT(plan.bwd_fused_smem, 0u);
+      EXPECT_EQ(plan.fwd_base.th, kFusedFwdTileH);
+      EXPECT_EQ(plan.fwd_base.tw, kFusedFwdTileW);
+      EXPECT_EQ(plan.fwd_base.np, 1);
+      EXPECT_EQ(plan.bwd_base.th, kFusedBwdTileH);
+      EXPECT_EQ(plan.bwd_base.tw, kFusedBwdTileW);
+      EXPECT_EQ(plan.bwd_base.np, 1);
+    }
+}
+
 }  // namespace
 }  // namespace wtconv_detail
 }  // namespace winconv

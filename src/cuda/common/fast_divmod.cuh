@@ -51,7 +51,8 @@ struct TileDivmod {
   uint32_t divisor = 1, multiplier = 0;
 
   TileDivmod() = default;
-  explicit TileDivmod(uint32_t d)
+  // constexpr: a kernel that knows d at compile time gets constant operands (no parameter loads).
+  __host__ __device__ constexpr explicit TileDivmod(uint32_t d)
       : divisor(d), multiplier(d > 1 ? uint32_t(((uint64_t(1) << 32) + d - 1) / d) : 0) {}
 
   __host__ __device__ __forceinline__ uint32_t div(uint32_t n) const {

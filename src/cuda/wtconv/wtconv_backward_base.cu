@@ -27,20 +27,34 @@ __device__ __forceinline__ int bwd_box_origin(int t0, int r, int g2) { return 2 
 // correlations run beside the level-1 ones. fp32: the boxes are the pixel tiles (the inner tile
 // gp pixels in); 16-bit (kCopy): the boxes land in the G_1 and dY regions and the Haar passes
 // convert the inner pixels into float tiles, x first (whose box G_1 then overwrites), then dy.
-template <typename T, int K, bool kTma, bool kFuse2>
+// kFixed (with kFuse2): the tile kFusedBwdTileH x kFusedBwdTileW coefficients, one plane per
+// item, at compile time (bwd_fused_fixed_tile): extents, pitches, row lengths and job divisors
+// become constants, as in the forward.
+template <typename T, int K, bool kTma, bool kFuse2, bool kFixed>
 __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
     backward_base_kernel(const __grid_constant__ BwdBaseArgs<T> a) {
   static_assert(!kFuse2 || (kTma && K > 0), "the fused backward stages with TMA");
+  static_assert(!kFixed || kFuse2, "the fixed tile is a fused instance");
   constexpr bool kCopy = kFuse2 && sizeof(T) != 4;
   extern __shared__ __align__(128) float smem[];
   constexpr int KM = K > 0 ? K : 15;
-  const int k = K ? K : a.k, r = k / 2, kk = k * k, s = a.stride;
+  const int k = K ? K : a.k, r = k / 2, kk = k * k, s = kFuse2 ? 1 : a.stride;  // fused: stride 1
   const int c = blockIdx.x / a.g.splits, split = blockIdx.x % a.g.splits;
-  const int th = a.g.th, tw = a.g.tw, np = a.g.np;
+  const int th = kFixed ? kFusedBwdTileH : a.g.th, tw = kFixed ? kFusedBwdTileW : a.g.tw, np = kFixed ? 1 : a.g.np;
   const int eh = th + 2 * r, ew = tw + 2 * r, plane = eh * ew;
   const int gp = kFuse2 && !kCopy ? 2 * r : 0;  // fused fp32: level 2's halo around the pixel tile
-  const int ph = 2 * eh + 2 * gp, pw = a.pitch, pplane = ph * pw;  // pixel tile rows, pitch (>= 2 ew, plan)
+  const int pw = kFixed ? bwd_fused_layout(k, th, tw, np, int(sizeof(T))).pitch : a.pitch;  // (>= 2 ew, plan)
+  const int ph = 2 * eh + 2 * gp, pplane = ph * pw;  // pixel tile rows
   const int th2 = th / 2, tw2 = tw / 2, eh2 = th2 + 2 * r, ew2 = tw2 + 2 * r;  // level 2 (fused only)
+  // Job divisors: the launcher's, or (kFixed) the same values as constants.
+  decltype(auto) qcols2 = fixed_or<kFixed>(a.qcols2, tw / 2);
+  decltype(auto) qstrips4 = fixed_or<kFixed>(a.qstrips4, (th + kStripRows - 1) / kStripRows);
+  decltype(auto) l2cols = fixed_or<kFixed>(a.l2cols, tw2 / 2);
+  decltype(auto) l2strips = fixed_or<kFixed>(a.l2strips, (th2 + kStripRows - 1) / kStripRows);
+  decltype(auto) qcols = fixed_or<kFixed>(a.qcols, tw);
+  decltype(auto) pstrips = fixed_or<kFixed>(a.pstrips, (2 * th + kStripRows - 1) / kStripRows);
+  decltype(auto) fplane = fixed_or<kFixed>(a.fplane, eh2 * ew2);
+  decltype(auto) frow = fixed_or<kFixed>(a.frow, ew2);
   // Correlation jobs: [0, 4k) level 1, [4k, 8k) base, fused [8k, 12k) level 2 (subband, kernel row).
   const int jobs = (kFuse2 ? 12 : 8) * k, parts = corr_parts_per_warp(k);
   const int fs = filter_stride(k);
@@ -172,15 +186,15 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
         const T* xbox = reinterpret_cast<const T*>(sbase + fl.xbox);
         const T* dbox = reinterpret_cast<const T*>(sbase + fl.dbox);
         haar2_pass_from_tile<T, true, T>(xbox, fl.box_pitch, 0, true, xs, fl.box_rows, pw, ys, eh, ew, r / 2, y2s,
-                                         eh2, ew2, np, a.fplane, a.frow);
+                                         eh2, ew2, np, fplane, frow);
         __syncthreads();
         haar2_pass_from_tile<T, true, T>(dbox, fl.box_pitch, 0, true, ds, fl.box_rows, pw, gs, eh, ew, r / 2, g2s,
-                                         eh2, ew2, np, a.fplane, a.frow);
+                                         eh2, ew2, np, fplane, frow);
       } else if constexpr (kFuse2) {  // Y_1, G_1 over the inner region (from block r / 2 on), Y_2 and G_2
         haar2_pass_from_tile<float, true>(xs, pw, 0, false, xs, ph, pw, ys, eh, ew, r / 2, y2s, eh2, ew2, np,
-                                          a.fplane, a.frow);
+                                          fplane, frow);
         haar2_pass_from_tile<float, true>(ds, pw, 0, false, ds, ph, pw, gs, eh, ew, r / 2, g2s, eh2, ew2, np,
-                                          a.fplane, a.frow);
+                                          fplane, frow);
       } else {
         haar_pass_from_tile(xs, pw, 0, false, xs, ph, pw, ys, eh, ew, np, a.hplane, a.hrow);
         haar_pass_from_tile(ds, pw, 0, false, ds, ph, pw, gs, eh, ew, np, a.hplane, a.hrow);
@@ -253,8 +267,8 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
       const int jobs = np * 4 * int(a.qstrips.divisor) * tw;
       const T* res0 = a.dxin ? a.dxin + (int64_t(pos.b0) * a.C + c) * a.h1 * a.w1g : nullptr;
       const int64_t res_pstride = int64_t(a.C) * a.h1 * a.w1g;
-      if (a.pair_sub)  // two columns per job (tw even)
-        subband_conv_phase<K, kStripRows, 2>(np * 4 * int(a.qstrips4.divisor) * (tw / 2), a.qcols2, a.qstrips4, th,
+      if (kFixed || a.pair_sub)  // two columns per job (tw even)
+        subband_conv_phase<K, kStripRows, 2>(np * 4 * int(qstrips4.divisor) * (tw / 2), qcols2, qstrips4, th,
                                              tw, w1f, gs, plane, ew, eh, dz, res0, res_pstride, a.B - pos.b0,
                                              pos.y0, pos.x0, a.h1, a.w1g);
       else if (strip_rows(K, th) == 8)
@@ -264,8 +278,8 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
         subband_conv_phase<K, 4, 1>(jobs, a.qcols, a.qstrips, th, tw, w1f, gs, plane, ew, eh, dz, res0, res_pstride,
                                     a.B - pos.b0, pos.y0, pos.x0, a.h1, a.w1g);
       if constexpr (kFuse2)  // level 2's subband convs (dY_2 without dX_2: level 2 is the last)
-        subband_conv_phase<K, kStripRows, 2>(np * 4 * int(a.l2strips.divisor) * int(a.l2cols.divisor), a.l2cols,
-                                             a.l2strips, th2, tw2, w2f, g2s, eh2 * ew2, ew2, eh2, dz2,
+        subband_conv_phase<K, kStripRows, 2>(np * 4 * int(l2strips.divisor) * int(l2cols.divisor), l2cols,
+                                             l2strips, th2, tw2, w2f, g2s, eh2 * ew2, ew2, eh2, dz2,
                                              (const T*)nullptr, 0, 0, 0, 0, 0, 0);
       __syncthreads();
       // dx: base conv of D, register-blocked over strips of two pixel columns (the pixel tile is
@@ -273,9 +287,9 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
       const int pth = 2 * th;
       auto dx_conv = [&](auto rows_tag) {
         constexpr int R = decltype(rows_tag)::value;
-        const int jobs = np * int(a.pstrips.divisor) * tw;
+        const int jobs = np * int(pstrips.divisor) * tw;
         for (int e = threadIdx.x; e < jobs; e += blockDim.x) {
-          const StripJob j = strip_job(e, a.qcols, a.pstrips, R);  // slot = p
+          const StripJob j = strip_job(e, qcols, pstrips, R);  // slot = p
           const int col = 2 * j.col, p = j.slot, b = pos.b0 + p, x = 2 * pos.x0 + col, y0 = 2 * pos.y0 + j.row0;
           if (b >= a.B || x >= a.W || y0 >= a.H) continue;
           float acc[R][2];
@@ -405,6 +419,15 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
   }
 }
 
+// Whether a fused backward takes the compile-time tile instance: its tile is kFusedBwdTileH x
+// kFusedBwdTileW coefficients with one plane per item, and the pitch the kernel then derives is
+// the one prepare_backward_base set up.
+template <typename T>
+bool bwd_fused_fixed_tile(const BwdBaseArgs<T>& a) {
+  if (a.g.th != kFusedBwdTileH || a.g.tw != kFusedBwdTileW || a.g.np != 1) return false;
+  return a.pitch == bwd_fused_layout(a.k, a.g.th, a.g.tw, 1, int(sizeof(T))).pitch;
+}
+
 template <typename T>
 cudaError_t launch_backward_base(const BwdBaseArgs<T>& args, size_t smem, cudaStream_t stream) {
   BwdBaseArgs<T> a = args;
@@ -434,16 +457,18 @@ cudaError_t launch_backward_base(const BwdBaseArgs<T>& args, size_t smem, cudaSt
     constexpr int K = decltype(kc)::value;
     // The fused instances (every dtype; the plan fuses only k = 5: bwd_fused_smem).
     if constexpr (K != 0 && (K / 2) % 2 == 0) {
-      if (a.fuse2) return launch_with_smem(backward_base_kernel<T, K, true, true>, blocks, launch_smem, stream, a);
+      if (a.fuse2 && bwd_fused_fixed_tile(a))
+        return launch_with_smem(backward_base_kernel<T, K, true, true, true>, blocks, launch_smem, stream, a);
+      if (a.fuse2) return launch_with_smem(backward_base_kernel<T, K, true, true, false>, blocks, launch_smem, stream, a);
     }
     // An unfused TMA instance where the tiles can start 16-byte aligned (fp32, even r: k = 5 among
     // the specialised sizes). With the boxes copied into the tiles instead (k = 3, 7; 16-bit) the
     // spills it added cost more than the staging it saved (docs/wtconv.md, perf note 29).
     if constexpr (std::is_same<T, float>::value && K != 0 && (K / 2) % 2 == 0) {
-      if (a.tma) return launch_with_smem(backward_base_kernel<T, K, true, false>, blocks, launch_smem, stream, a);
+      if (a.tma) return launch_with_smem(backward_base_kernel<T, K, true, false, false>, blocks, launch_smem, stream, a);
     }
     if (a.fuse2) return cudaErrorNotSupported;  // the plan fuses only sizes with that instance (bwd_fused_smem)
-    return launch_with_smem(backward_base_kernel<T, K, false, false>, blocks, smem, stream, a);
+    return launch_with_smem(backward_base_kernel<T, K, false, false, false>, blocks, smem, stream, a);
   });
 }
 

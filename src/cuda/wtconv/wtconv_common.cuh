@@ -383,6 +383,14 @@ __host__ __device__ __forceinline__ void conv_pair_strip(const float* w, const f
   else conv_pair_strip_rows<K, R, kOdd, true>(wr, base, pitch, rows_left, acc);
 }
 
+// The launcher's divisor d, or with kFixed a TileDivmod by n, which the kernels' fixed-tile
+// instances compute from compile-time extents (constant operands, no parameter loads).
+template <bool kFixed, typename D>
+__device__ __forceinline__ decltype(auto) fixed_or(const D& d, int n) {
+  if constexpr (kFixed) return TileDivmod(uint32_t(n));
+  else return (d);
+}
+
 // Decomposition of a strip job index: column fastest (conflict-free loads), then strip, then
 // subband/plane slot. The divisors are precomputed (FastDivmod): a hardware-less integer divide
 // costs ~20 instructions, and these kernels are issue-bound.

@@ -25,19 +25,34 @@ __device__ __forceinline__ int fwd_tile_origin(int t0, int s, int r, int g2) { r
 // kFuse2 (with kTma): level 2 fused (a.fuse2, fwd_fused_layout). The tile grows by level 2's halo,
 // r level-1 coefficients (2 r pixels) on every side, so qh, qw, xh, xw and the origin below are
 // those of the larger region; the level-1 convs read its inner part.
-template <typename T, int K, bool kTma, bool kFuse2>
+// kFixed (with kFuse2): the tile kFusedFwdTileH x kFusedFwdTileW, one plane per item, at compile
+// time (fwd_fused_fixed_tile), so that the extents, pitches and job divisors below are constants:
+// immediate offsets and shifts instead of parameter loads and index arithmetic.
+template <typename T, int K, bool kTma, bool kFuse2, bool kFixed>
 __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
     forward_base_kernel(const __grid_constant__ FwdBaseArgs<T> a) {
   static_assert(!kFuse2 || (kTma && K > 0), "the fused forward stages with TMA");
+  static_assert(!kFixed || kFuse2, "the fixed tile is a fused instance");
   extern __shared__ __align__(128) float smem[];
-  const int k = K ? K : a.k, r = k / 2, kk = k * k, s = a.stride;
+  const int k = K ? K : a.k, r = k / 2, kk = k * k, s = kFuse2 ? 1 : a.stride;  // fused: stride 1
   const int c = blockIdx.x / a.g.splits, split = blockIdx.x % a.g.splits;
-  const int th = a.g.th, tw = a.g.tw, np = a.g.np;
+  const int th = kFixed ? kFusedFwdTileH : a.g.th, tw = kFixed ? kFusedFwdTileW : a.g.tw, np = kFixed ? 1 : a.g.np;
   const int qih = fwd_base_coef_extent(s, th), qiw = fwd_base_coef_extent(s, tw);
   const int g2 = kFuse2 ? r : 0;        // level 2's halo around the tile (level-1 coefficients)
   const int qh = qih + 2 * r + 2 * g2, qw = qiw + 2 * r + 2 * g2;
   const int xh = 2 * qh, xw = 2 * qw;
   const int th2 = qih / 2, tw2 = qiw / 2, eh2 = qh / 2, ew2 = qw / 2;  // level 2 (fused only)
+  // The staging and job divisors: the launcher's, or (kFixed) the same values as constants.
+  const bool inplace = kFixed ? sizeof(T) == 4 : a.tma_inplace;
+  const int xp = kFixed ? fwd_box_pitch(xw, int(sizeof(T)), inplace) : a.xp;
+  decltype(auto) fplane = fixed_or<kFixed>(a.fplane, eh2 * ew2);
+  decltype(auto) frow = fixed_or<kFixed>(a.frow, ew2);
+  decltype(auto) qcols2 = fixed_or<kFixed>(a.qcols2, qiw / 2);
+  decltype(auto) qstrips4 = fixed_or<kFixed>(a.qstrips4, (qih + kStripRows - 1) / kStripRows);
+  decltype(auto) l2cols = fixed_or<kFixed>(a.l2cols, tw2 / 2);
+  decltype(auto) l2strips = fixed_or<kFixed>(a.l2strips, (th2 + kStripRows - 1) / kStripRows);
+  decltype(auto) ocols2 = fixed_or<kFixed>(a.ocols2, tw / 2);
+  decltype(auto) ostrips4 = fixed_or<kFixed>(a.ostrips4, (th + kStripRows - 1) / kStripRows);
   const int fs = filter_stride(k);
   float* w0s = smem;                    // s0 * W0
   float* w1s = w0s + fs;                // 4 filters 0.5 * s1 * W1, fs apart
@@ -48,7 +63,7 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
   float* ys = xs + np * xh * xw;        // np x 4 x qh x qw
   unsigned char* const tbuf =
       reinterpret_cast<unsigned char*>(smem) + ((kFuse2 ? 9 : 5) * fs * 4 + 127) / 128 * 128;
-  const size_t tbytes = kTma ? (size_t(np) * xh * a.xp * sizeof(T) + 127) / 128 * 128 : 0;
+  const size_t tbytes = kTma ? (size_t(np) * xh * xp * sizeof(T) + 127) / 128 * 128 : 0;
   uint64_t* const bars = reinterpret_cast<uint64_t*>(tbuf + (kFuse2 ? 1 : 2) * tbytes);
   if constexpr (kTma) {
     ys = reinterpret_cast<float*>(bars + 2);
@@ -78,7 +93,7 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
   const auto request_tile = [&](int64_t item, int buf) {
     const ItemPos pos = decode_item(a.g, item);
     const int x0y = fwd_tile_origin(pos.y0, s, r, g2), x0x = fwd_tile_origin(pos.x0, s, r, g2);
-    mbarrier_expect_bytes(bars + buf, uint32_t(np * xh * a.xp * sizeof(T)));
+    mbarrier_expect_bytes(bars + buf, uint32_t(np * xh * xp * sizeof(T)));
     tma_load_4d(tbuf + buf * tbytes, &a.xmap, x0x - tma_box_offset(x0x, sizeof(T)), x0y, c, pos.b0, bars + buf);
   };
   if constexpr (kTma) {
@@ -108,9 +123,9 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
         }
       }
       mbarrier_wait(bars, uint32_t(iteration) & 1u);
-      if (a.tma_inplace) xs = reinterpret_cast<float*>(tbuf);
-      haar2_pass_from_tile(reinterpret_cast<const T*>(tbuf), a.xp, tma_box_offset(x0x, sizeof(T)), !a.tma_inplace,
-                           xs, xh, xw, ys, qh, qw, 0, y2s, eh2, ew2, np, a.fplane, a.frow);
+      if (inplace) xs = reinterpret_cast<float*>(tbuf);
+      haar2_pass_from_tile(reinterpret_cast<const T*>(tbuf), xp, tma_box_offset(x0x, sizeof(T)), !inplace, xs, xh, xw,
+                           ys, qh, qw, 0, y2s, eh2, ew2, np, fplane, frow);
     } else if constexpr (kTma) {
       // Buffer iteration % 2 holds this item; the other one, free since the barrier above, takes
       // the next item's tile while this one is computed.
@@ -118,8 +133,8 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
       if (threadIdx.x == 0 && item + step < end) request_tile(item + step, buf ^ 1);
       mbarrier_wait(bars + buf, uint32_t(iteration >> 1) & 1u);
       const T* tile = reinterpret_cast<const T*>(tbuf + buf * tbytes);
-      if (a.tma_inplace) xs = reinterpret_cast<float*>(tbuf + buf * tbytes);
-      haar_pass_from_tile(tile, a.xp, tma_box_offset(x0x, sizeof(T)), !a.tma_inplace, xs, xh, xw, ys, qh, qw, np,
+      if (inplace) xs = reinterpret_cast<float*>(tbuf + buf * tbytes);
+      haar_pass_from_tile(tile, xp, tma_box_offset(x0x, sizeof(T)), !inplace, xs, xh, xw, ys, qh, qw, np,
                           a.hplane, a.hrow);
     } else if (a.vec4) {
       // Quads of 4 columns at multiples of 4 (xa), two rows each: the x tile and Y_1 in one pass.
@@ -167,14 +182,14 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
       const float* res0 = a.rin ? a.rin + (int64_t(pos.b0) * a.C + c) * a.h1 * a.w1g : nullptr;
       const int64_t res_pstride = int64_t(a.C) * a.h1 * a.w1g;
       if constexpr (kFuse2) {  // level 1 from the inner part of Y_1, and level 2; R_1 joins Z_1 below
-        subband_conv_phase<K, 4, 2>(np * 4 * int(a.qstrips4.divisor) * (qiw / 2), a.qcols2, a.qstrips4, qih, qiw,
+        subband_conv_phase<K, 4, 2>(np * 4 * int(qstrips4.divisor) * (qiw / 2), qcols2, qstrips4, qih, qiw,
                                     w1s, ys + g2 * qw + g2, qh * qw, qw, qh - g2, zs, (const float*)nullptr, 0,
                                     0, 0, 0, 0, 0);
-        subband_conv_phase<K, 4, 2>(np * 4 * int(a.l2strips.divisor) * int(a.l2cols.divisor), a.l2cols, a.l2strips,
+        subband_conv_phase<K, 4, 2>(np * 4 * int(l2strips.divisor) * int(l2cols.divisor), l2cols, l2strips,
                                     th2, tw2, w2s, y2s, eh2 * ew2, ew2, eh2, z2s, (const float*)nullptr, 0, 0, 0,
                                     0, 0, 0);
       } else if (a.pair_sub)  // two columns per job (qiw even)
-        subband_conv_phase<K, 4, 2>(np * 4 * int(a.qstrips4.divisor) * (qiw / 2), a.qcols2, a.qstrips4, qih, qiw,
+        subband_conv_phase<K, 4, 2>(np * 4 * int(qstrips4.divisor) * (qiw / 2), qcols2, qstrips4, qih, qiw,
                                     w1s, ys, qh * qw, qw, qh, zs, res0, res_pstride, a.B - pos.b0, qay, qax, a.h1,
                                     a.w1g);
       else if (strip_rows(K, qih) == 8)
@@ -284,8 +299,8 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
       };
       using I1 = std::integral_constant<int, 1>;
       using I2 = std::integral_constant<int, 2>;
-      if constexpr (kFuse2) base_conv(std::integral_constant<int, 4>{}, I2{}, a.ocols2, a.ostrips4);  // s = 1, tw % 8 == 0
-      else if (a.pair_base) base_conv(std::integral_constant<int, 4>{}, I2{}, a.ocols2, a.ostrips4);
+      if constexpr (kFuse2) base_conv(std::integral_constant<int, 4>{}, I2{}, ocols2, ostrips4);  // s = 1, tw % 8 == 0
+      else if (a.pair_base) base_conv(std::integral_constant<int, 4>{}, I2{}, ocols2, ostrips4);
       else if (strip_rows(K, th) == 8) base_conv(std::integral_constant<int, 8>{}, I1{}, a.ocols, a.ostrips);
       else base_conv(std::integral_constant<int, 4>{}, I1{}, a.ocols, a.ostrips);
     } else {
@@ -303,6 +318,17 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
       }
     }
   }
+}
+
+// Whether a fused forward takes the compile-time tile instance: its tile is kFusedFwdTileH x
+// kFusedFwdTileW with one plane per item, and the staging the kernel then derives (box pitch, in
+// place or copied) is the one prepare_forward_base set up.
+template <typename T>
+bool fwd_fused_fixed_tile(const FwdBaseArgs<T>& a) {
+  if (a.g.th != kFusedFwdTileH || a.g.tw != kFusedFwdTileW || a.g.np != 1) return false;
+  const FwdFusedLayout l = fwd_fused_layout(a.k, a.g.th, a.g.tw, 1, int(sizeof(T)));
+  return l.inplace == (sizeof(T) == 4) && a.tma_inplace == l.inplace && a.xp == l.xp &&
+         l.xp == fwd_box_pitch(l.xw, int(sizeof(T)), l.inplace);
 }
 
 template <typename T>
@@ -340,14 +366,17 @@ cudaError_t launch_forward_base(const FwdBaseArgs<T>& args, size_t smem, cudaStr
     // TMA instances for the specialised sizes only (the fused one for even r: fwd_fused_smem); the
     // runtime-k path stages as before.
     if (a.fuse2) {
-      if constexpr (K != 0 && (K / 2) % 2 == 0)
-        return launch_with_smem(forward_base_kernel<T, K, true, true>, blocks, launch_smem, stream, a);
-      else
+      if constexpr (K != 0 && (K / 2) % 2 == 0) {
+        if (fwd_fused_fixed_tile(a))
+          return launch_with_smem(forward_base_kernel<T, K, true, true, true>, blocks, launch_smem, stream, a);
+        return launch_with_smem(forward_base_kernel<T, K, true, true, false>, blocks, launch_smem, stream, a);
+      } else {
         return cudaErrorNotSupported;  // the plan fuses only sizes with that instance (fwd_fused_smem)
+      }
     }
     if constexpr (K != 0)
-      if (a.tma) return launch_with_smem(forward_base_kernel<T, K, true, false>, blocks, launch_smem, stream, a);
-    return launch_with_smem(forward_base_kernel<T, K, false, false>, blocks, smem, stream, a);
+      if (a.tma) return launch_with_smem(forward_base_kernel<T, K, true, false, false>, blocks, launch_smem, stream, a);
+    return launch_with_smem(forward_base_kernel<T, K, false, false, false>, blocks, smem, stream, a);
   });
 }
 

@@ -172,6 +172,11 @@ inline size_t fwd_base_smem_floats(int k, int s, int th, int tw, int np) {
 // off = origin & (per16 - 1), per16 = 16 / esize.
 WTCONV_HOST_DEVICE constexpr int tma_box_offset(int origin, int esize) { return origin & (16 / esize - 1); }
 
+// Box pitch (elements) of a forward box over tile rows of xw elements: xw itself in place, else
+// room for the largest 16-byte lead-in.
+WTCONV_HOST_DEVICE constexpr int fwd_box_pitch(int xw, int esize, bool inplace) {
+  return inplace ? xw : (xw + 16 / esize - 2 + 16 / esize - 1) / (16 / esize) * (16 / esize);
+}
 // Forward base with TMA staging (fwd_base_tma_smem): the x tile (np x xh x xw) arrives in two
 // alternating boxes (np x xh x xp elements of esize bytes), 128-byte aligned after the filters;
 // two mbarriers, Y_1 and the subband results follow. In place (fp32, stride 1, every tile origin
@@ -187,14 +192,14 @@ struct FwdBaseTmaLayout {
   size_t bytes() const { return filter_bytes + 2 * buffer_bytes + 16 + floats * 4; }
 };
 inline FwdBaseTmaLayout fwd_base_tma_layout(int k, int s, int th, int tw, int np, int esize) {
-  const int r = k / 2, per16 = 16 / esize;
+  const int r = k / 2;
   const int qih = fwd_base_coef_extent(s, th), qiw = fwd_base_coef_extent(s, tw);
   const int qh = qih + 2 * r, qw = qiw + 2 * r;
   FwdBaseTmaLayout t;
   t.xh = 2 * qh;
   t.xw = 2 * qw;
   t.inplace = esize == 4 && s == 1 && tw % 4 == 0 && r % 2 == 0;  // origins x0 - 2 r, x0 = tx tw
-  t.xp = t.inplace ? t.xw : (t.xw + per16 - 2 + per16 - 1) / per16 * per16;
+  t.xp = fwd_box_pitch(t.xw, esize, t.inplace);
   t.filter_bytes = align_up(5 * size_t(filter_stride(k)) * 4, 128);
   t.floats = size_t(np) * (4 * qh * qw + 4 * qih * qiw) + (t.inplace ? 0 : size_t(np) * t.xh * t.xw);
   t.buffer_bytes = align_up(size_t(np) * t.xh * t.xp * esize, 128);
@@ -223,8 +228,11 @@ struct FwdFusedLayout {
   size_t filter_bytes = 0, box_bytes = 0, floats = 0;
   size_t bytes() const { return filter_bytes + box_bytes + 16 + floats * 4; }
 };
+// The tile the large planes take (pick_fwd_base_tile: 32 x 64 outputs, one plane per item), which
+// the fused forward also has as a compile-time instance (fwd_fused_fixed_tile).
+constexpr int kFusedFwdTileH = 32, kFusedFwdTileW = 64;
 inline FwdFusedLayout fwd_fused_layout(int k, int th, int tw, int np, int esize) {
-  const int r = k / 2, per16 = 16 / esize;
+  const int r = k / 2;
   FwdFusedLayout t;
   set_level2_tile(t, th / 4, tw / 4, r);  // a quarter of the outputs on each side
   t.qh = 2 * t.eh2;
@@ -232,7 +240,7 @@ inline FwdFusedLayout fwd_fused_layout(int k, int th, int tw, int np, int esize)
   t.xh = 2 * t.qh;
   t.xw = 2 * t.qw;
   t.inplace = esize == 4 && tw % 4 == 0;  // origins x0 - 4 r, x0 = tx tw
-  t.xp = t.inplace ? t.xw : (t.xw + per16 - 2 + per16 - 1) / per16 * per16;
+  t.xp = fwd_box_pitch(t.xw, esize, t.inplace);
   t.filter_bytes = align_up(9 * size_t(filter_stride(k)) * 4, 128);
   t.box_bytes = align_up(size_t(np) * t.xh * t.xp * esize, 128);
   t.floats = size_t(np) * (4 * size_t(t.qh) * t.qw + 4 * size_t(th / 2) * (tw / 2) + 4 * size_t(t.eh2) * t.ew2 +
@@ -335,6 +343,9 @@ struct BwdFusedLayout {
   size_t xs = 0, ds = 0, ys = 0, gs = 0, y2s = 0, g2s = 0, dz = 0, dz2 = 0, end = 0;
   size_t xbox = 0, dbox = 0, box_bytes = 0, bar = 0, bytes = 0;
 };
+// The tile the large planes take (pick_bwd_base_tile: 16 x 32 coefficients, one plane per item),
+// which the fused backward also has as a compile-time instance (bwd_fused_fixed_tile).
+constexpr int kFusedBwdTileH = 16, kFusedBwdTileW = 32;
 WTCONV_HOST_DEVICE inline BwdFusedLayout bwd_fused_layout(int k, int th, int tw, int np, int esize) {
   const int r = k / 2, eh = th + 2 * r, ew = tw + 2 * r;
   BwdFusedLayout t;
