@@ -96,6 +96,15 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
     mbarrier_expect_bytes(bars + buf, uint32_t(np * xh * xp * sizeof(T)));
     tma_load_4d(tbuf + buf * tbytes, &a.xmap, x0x - tma_box_offset(x0x, sizeof(T)), x0y, c, pos.b0, bars + buf);
   };
+  const auto prefetch_tile = [&](int64_t item) {  // into L2
+    const ItemPos nx = decode_item(a.g, item);
+    const int ny = fwd_tile_origin(nx.y0, s, r, g2), nxx = fwd_tile_origin(nx.x0, s, r, g2);
+    tma_prefetch_4d(&a.xmap, nxx - tma_box_offset(nxx, sizeof(T)), ny, c, nx.b0);
+  };
+  // Fused 16-bit: the Haar pass alone reads the box (it converts the pixels into the float tile),
+  // so the next item's box is requested right after it and streams in during the convolutions.
+  // Fused fp32 reads the box itself in the base conv, the item's last phase.
+  constexpr bool kEarlyBox = kFuse2 && sizeof(T) != 4;
   if constexpr (kTma) {
     if (threadIdx.x == 0) {
       mbarrier_init(bars);
@@ -103,7 +112,10 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
       mbarrier_init_fence();
     }
     __syncthreads();
-    if (!kFuse2 && threadIdx.x == 0 && begin < end) request_tile(begin, 0);
+    if ((!kFuse2 || kEarlyBox) && threadIdx.x == 0 && begin < end) {
+      request_tile(begin, 0);
+      if (kEarlyBox && begin + step < end) prefetch_tile(begin + step);
+    }
   }
   int iteration = 0;
   for (int64_t item = begin; item < end; item += step, ++iteration) {
@@ -112,15 +124,11 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
     const int x0y = fwd_tile_origin(pos.y0, s, r, g2), x0x = fwd_tile_origin(pos.x0, s, r, g2);
     __syncthreads();
     if constexpr (kFuse2) {
-      // One box, this item's (requested once the barrier above freed it); the next one's goes to
-      // L2 meanwhile. Then Y_1 and Y_2 from the same 4 x 4 pixel blocks.
-      if (threadIdx.x == 0) {
+      // One box, this item's (fp32: requested once the barrier above freed it); the next one's goes
+      // to L2 meanwhile. Then Y_1 and Y_2 from the same 4 x 4 pixel blocks.
+      if (!kEarlyBox && threadIdx.x == 0) {
         request_tile(item, 0);
-        if (item + step < end) {
-          const ItemPos nx = decode_item(a.g, item + step);
-          const int ny = fwd_tile_origin(nx.y0, s, r, g2), nxx = fwd_tile_origin(nx.x0, s, r, g2);
-          tma_prefetch_4d(&a.xmap, nxx - tma_box_offset(nxx, sizeof(T)), ny, c, nx.b0);
-        }
+        if (item + step < end) prefetch_tile(item + step);
       }
       mbarrier_wait(bars, uint32_t(iteration) & 1u);
       if (inplace) xs = reinterpret_cast<float*>(tbuf);
@@ -176,6 +184,12 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
       }
     }
     __syncthreads();
+    if constexpr (kEarlyBox) {  // the Haar pass has read the box: the next one streams in
+      if (threadIdx.x == 0 && item + step < end) {
+        request_tile(item + step, 0);
+        if (item + 2 * step < end) prefetch_tile(item + 2 * step);
+      }
+    }
     if constexpr (K > 0) {
       // Level-1 subband convs, register-blocked (one column strip of one subband per job), + R_1.
       const int jobs = np * 4 * int(a.qstrips.divisor) * qiw;
