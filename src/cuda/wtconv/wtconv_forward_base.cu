@@ -96,10 +96,14 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
     mbarrier_expect_bytes(bars + buf, uint32_t(np * xh * xp * sizeof(T)));
     tma_load_4d(tbuf + buf * tbytes, &a.xmap, x0x - tma_box_offset(x0x, sizeof(T)), x0y, c, pos.b0, bars + buf);
   };
-  const auto prefetch_tile = [&](int64_t item) {  // into L2
-    const ItemPos nx = decode_item(a.g, item);
-    const int ny = fwd_tile_origin(nx.y0, s, r, g2), nxx = fwd_tile_origin(nx.x0, s, r, g2);
-    tma_prefetch_4d(&a.xmap, nxx - tma_box_offset(nxx, sizeof(T)), ny, c, nx.b0);
+  // Fused (one buffer): the box of `item`, and the next item's into L2 meanwhile.
+  const auto request_box = [&](int64_t item) {
+    request_tile(item, 0);
+    if (item + step < end) {
+      const ItemPos nx = decode_item(a.g, item + step);
+      const int ny = fwd_tile_origin(nx.y0, s, r, g2), nxx = fwd_tile_origin(nx.x0, s, r, g2);
+      tma_prefetch_4d(&a.xmap, nxx - tma_box_offset(nxx, sizeof(T)), ny, c, nx.b0);
+    }
   };
   // Fused 16-bit: the Haar pass alone reads the box (it converts the pixels into the float tile),
   // so the next item's box is requested right after it and streams in during the convolutions.
@@ -112,9 +116,9 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
       mbarrier_init_fence();
     }
     __syncthreads();
-    if ((!kFuse2 || kEarlyBox) && threadIdx.x == 0 && begin < end) {
-      request_tile(begin, 0);
-      if (kEarlyBox && begin + step < end) prefetch_tile(begin + step);
+    if (threadIdx.x == 0 && begin < end) {
+      if (kEarlyBox) request_box(begin);
+      else if (!kFuse2) request_tile(begin, 0);
     }
   }
   int iteration = 0;
@@ -126,10 +130,7 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
     if constexpr (kFuse2) {
       // One box, this item's (fp32: requested once the barrier above freed it); the next one's goes
       // to L2 meanwhile. Then Y_1 and Y_2 from the same 4 x 4 pixel blocks.
-      if (!kEarlyBox && threadIdx.x == 0) {
-        request_tile(item, 0);
-        if (item + step < end) prefetch_tile(item + step);
-      }
+      if (!kEarlyBox && threadIdx.x == 0) request_box(item);
       mbarrier_wait(bars, uint32_t(iteration) & 1u);
       if (inplace) xs = reinterpret_cast<float*>(tbuf);
       haar2_pass_from_tile(reinterpret_cast<const T*>(tbuf), xp, tma_box_offset(x0x, sizeof(T)), !inplace, xs, xh, xw,
@@ -185,10 +186,7 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
     }
     __syncthreads();
     if constexpr (kEarlyBox) {  // the Haar pass has read the box: the next one streams in
-      if (threadIdx.x == 0 && item + step < end) {
-        request_tile(item + step, 0);
-        if (item + 2 * step < end) prefetch_tile(item + 2 * step);
-      }
+      if (threadIdx.x == 0 && item + step < end) request_box(item + step);
     }
     if constexpr (K > 0) {
       // Level-1 subband convs, register-blocked (one column strip of one subband per job), + R_1.
@@ -341,8 +339,7 @@ template <typename T>
 bool fwd_fused_fixed_tile(const FwdBaseArgs<T>& a) {
   if (a.g.th != kFusedFwdTileH || a.g.tw != kFusedFwdTileW || a.g.np != 1) return false;
   const FwdFusedLayout l = fwd_fused_layout(a.k, a.g.th, a.g.tw, 1, int(sizeof(T)));
-  return l.inplace == (sizeof(T) == 4) && a.tma_inplace == l.inplace && a.xp == l.xp &&
-         l.xp == fwd_box_pitch(l.xw, int(sizeof(T)), l.inplace);
+  return l.inplace == (sizeof(T) == 4) && a.tma_inplace == l.inplace && a.xp == l.xp;
 }
 
 template <typename T>
