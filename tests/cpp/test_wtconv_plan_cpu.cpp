@@ -257,7 +257,12 @@ TEST(WtconvPlan, RandomProblemsTmaLayoutsFitTheBoxRules) {
       EXPECT_EQ(t.tw % 8, 0);
       EXPECT_EQ(l.th2 * 4, t.th);                       // level 2's tile is a quarter of the outputs
       EXPECT_EQ(l.qh, (t.th + 1) / 2 + 4 * plan.r);     // level 1 + its halo + level 2's halo
-      expect_box(l.xp, l.xw, l.xh, l.inplace);
+      EXPECT_EQ(l.yh, t.th / 2 + 2 * plan.r);           // Y_1 and the float tile: level 1 + its halo
+      EXPECT_EQ(l.yw, t.tw / 2 + 2 * plan.r);
+      // The kernel reads the box from column 0 (no lead-in): every origin x0 - 4r is 16-byte aligned.
+      expect_box(l.xp, l.xw, l.xh, true);
+      EXPECT_EQ(l.xp, l.xw);
+      for (int64_t tx = 0; tx < t.tiles_x; ++tx) EXPECT_EQ(tma_box_offset(int(tx) * t.tw - 4 * plan.r, esize), 0);
       EXPECT_EQ(l.filter_bytes % 128, 0u);
       EXPECT_EQ(l.box_bytes % 128, 0u);
       expect_fits(plan.fwd_fused_smem, t.smem, fwd_base_blocks_per_sm(plan.k));
@@ -421,7 +426,13 @@ TEST(WtconvPlan, LargeFusedPlanesTakeTheFixedTiles) {
       EXPECT_EQ(plan.bwd_base.th, kFusedBwdTileH);
       EXPECT_EQ(plan.bwd_base.tw, kFusedBwdTileW);
       EXPECT_EQ(plan.bwd_base.np, 1);
+      // The fixed backward instance takes every correlation row as quads in whole chunks.
+      const int esize = prec == Precision::kFP32 ? 4 : 2;
+      EXPECT_TRUE(bwd_fused_quads_ok(bwd_fused_layout(5, kFusedBwdTileH, kFusedBwdTileW, 1, esize), 5, kFusedBwdTileH,
+                                     kFusedBwdTileW));
     }
+  // A tile whose level-2 rows are not whole quads fails the check.
+  EXPECT_FALSE(bwd_fused_quads_ok(bwd_fused_layout(5, 16, 20, 1, 4), 5, 16, 20));
 }
 
 }  // namespace

@@ -35,6 +35,9 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
     backward_base_kernel(const __grid_constant__ BwdBaseArgs<T> a) {
   static_assert(!kFuse2 || (kTma && K > 0), "the fused backward stages with TMA");
   static_assert(!kFixed || kFuse2, "the fixed tile is a fused instance");
+  // kFixed strips are all full (conv_pair_strip's kFull): the level-1, level-2 and pixel rows
+  // (th, th / 2, 2 th) are whole 4-row strips, each with its k - 1 halo rows in the tiles.
+  static_assert(!kFixed || kFusedBwdTileH % 8 == 0, "whole strips in every phase of the fixed tile");
   constexpr bool kCopy = kFuse2 && sizeof(T) != 4;
   extern __shared__ __align__(128) float smem[];
   constexpr int KM = K > 0 ? K : 15;
@@ -120,15 +123,28 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
   // parts of th/4 rows of tw positions: the warp runs one loop, whose trip counts the two kinds of
   // lane share (with one level-2 part, its th/2 rows ran after level 1's and the warp issued 1.5x).
   static_assert(kBlockThreads == 256, "four level warps, one per subband, then the base warps");
-  const int half = kBlockThreads / 2, local = threadIdx.x % half, lane = threadIdx.x % 32;
-  const bool base_job = int(threadIdx.x) >= half;
+  // A thread's role from its index. The run-time-tile instances derive it afresh in each item from
+  // a thread index read there (opaque_thread_index): computed once, the values stayed live across
+  // the item loop and spilled at the register bound, and their reloads stalled every item's
+  // correlation start (perf note 36). The fixed-tile instance has the registers to keep them.
   const int lparts = kFuse2 ? parts - 2 : parts;  // level-1 parts
-  const bool l2_job = kFuse2 && !base_job && lane / k >= lparts;
-  const int job = base_job ? 4 * k + local % (4 * k) : (l2_job ? 8 * k : 0) + (local / 32) * k + lane % k;
-  const int part = base_job ? local / (4 * k) : lane / k - (l2_job ? lparts : 0);
-  const bool corr_thread = (l2_job ? lane / k : part) < parts;
-  const int jb = base_job ? job - 4 * k : job - (l2_job ? 8 * k : 0);
-  const int sb = jb / k, ci = jb % k;  // level: subband; base: quarter
+  struct CorrRole {
+    bool base_job, l2_job, corr_thread;
+    int job, part, sb, ci;
+  };
+  const auto corr_role = [&](int tid) {
+    const int half = kBlockThreads / 2, local = tid % half, lane = tid % 32;
+    CorrRole o;
+    o.base_job = tid >= half;
+    o.l2_job = kFuse2 && !o.base_job && lane / k >= lparts;
+    o.job = o.base_job ? 4 * k + local % (4 * k) : (o.l2_job ? 8 * k : 0) + (local / 32) * k + lane % k;
+    o.part = o.base_job ? local / (4 * k) : lane / k - (o.l2_job ? lparts : 0);
+    o.corr_thread = (o.l2_job ? lane / k : o.part) < parts;
+    const int jb = o.base_job ? o.job - 4 * k : o.job - (o.l2_job ? 8 * k : 0);
+    o.sb = jb / k;  // level: subband; base: quarter
+    o.ci = jb % k;
+    return o;
+  };
   double tot[KM];
 #pragma unroll
   for (int j = 0; j < KM; ++j) tot[j] = 0.0;
@@ -137,10 +153,14 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
   // subband rows (y at column 0, g at column r) and the pixel rows (x at r, D at 2r). Their reads
   // past a row (at most 3 floats) land in the next row or the next array (xs, ds, ys, gs are
   // followed by ds, ys, gs, dz), and those before it (kOy <= r, kOg <= 2r) in the same row.
+  // The fixed tile meets them by construction (bwd_fused_fixed_tile checks its layout), so its
+  // instance has the quad paths alone, and its level rows (tw and tw2 positions) whole chunks.
   constexpr int kR = K / 2;
-  const bool level_quads = plane % 4 == 0 && quad_corr_ok(ys, ew, 0, gs + r, ew, kR % 4, tw);
-  const bool base_quads = pplane % 4 == 0 && quad_corr_ok(xi + r, pw, kR % 4, di + 2 * r, pw, (2 * kR) % 4, 2 * tw);
-  const bool l2_quads = kFuse2 && (eh2 * ew2) % 4 == 0 && quad_corr_ok(y2s, ew2, 0, g2s + r, ew2, kR % 4, tw2);
+  const bool level_quads = kFixed || (plane % 4 == 0 && quad_corr_ok(ys, ew, 0, gs + r, ew, kR % 4, tw));
+  const bool base_quads =
+      kFixed || (pplane % 4 == 0 && quad_corr_ok(xi + r, pw, kR % 4, di + 2 * r, pw, (2 * kR) % 4, 2 * tw));
+  const bool l2_quads =
+      kFixed || (kFuse2 && (eh2 * ew2) % 4 == 0 && quad_corr_ok(y2s, ew2, 0, g2s + r, ew2, kR % 4, tw2));
 
   int64_t begin, end, step;
   block_items<true>(a.g.items, a.g.splits, split, &begin, &end, &step);  // strided: halos from L2
@@ -268,9 +288,9 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
       const T* res0 = a.dxin ? a.dxin + (int64_t(pos.b0) * a.C + c) * a.h1 * a.w1g : nullptr;
       const int64_t res_pstride = int64_t(a.C) * a.h1 * a.w1g;
       if (kFixed || a.pair_sub)  // two columns per job (tw even)
-        subband_conv_phase<K, kStripRows, 2>(np * 4 * int(qstrips4.divisor) * (tw / 2), qcols2, qstrips4, th,
-                                             tw, w1f, gs, plane, ew, eh, dz, res0, res_pstride, a.B - pos.b0,
-                                             pos.y0, pos.x0, a.h1, a.w1g);
+        subband_conv_phase<K, kStripRows, 2, kFixed>(np * 4 * int(qstrips4.divisor) * (tw / 2), qcols2,
+                                                     qstrips4, th, tw, w1f, gs, plane, ew, eh, dz, res0,
+                                                     res_pstride, a.B - pos.b0, pos.y0, pos.x0, a.h1, a.w1g);
       else if (strip_rows(K, th) == 8)
         subband_conv_phase<K, 8, 1>(jobs, a.qcols, a.qstrips, th, tw, w1f, gs, plane, ew, eh, dz, res0, res_pstride,
                                     a.B - pos.b0, pos.y0, pos.x0, a.h1, a.w1g);
@@ -278,9 +298,9 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
         subband_conv_phase<K, 4, 1>(jobs, a.qcols, a.qstrips, th, tw, w1f, gs, plane, ew, eh, dz, res0, res_pstride,
                                     a.B - pos.b0, pos.y0, pos.x0, a.h1, a.w1g);
       if constexpr (kFuse2)  // level 2's subband convs (dY_2 without dX_2: level 2 is the last)
-        subband_conv_phase<K, kStripRows, 2>(np * 4 * int(l2strips.divisor) * int(l2cols.divisor), l2cols,
-                                             l2strips, th2, tw2, w2f, g2s, eh2 * ew2, ew2, eh2, dz2,
-                                             (const T*)nullptr, 0, 0, 0, 0, 0, 0);
+        subband_conv_phase<K, kStripRows, 2, kFixed>(np * 4 * int(l2strips.divisor) * int(l2cols.divisor),
+                                                     l2cols, l2strips, th2, tw2, w2f, g2s, eh2 * ew2, ew2, eh2,
+                                                     dz2, (const T*)nullptr, 0, 0, 0, 0, 0, 0);
       __syncthreads();
       // dx: base conv of D, register-blocked over strips of two pixel columns (the pixel tile is
       // 2 tw wide, so always even), + synthesis of dz: a 2 x 2 pixel block shares its dz loads.
@@ -293,8 +313,8 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
           const int col = 2 * j.col, p = j.slot, b = pos.b0 + p, x = 2 * pos.x0 + col, y0 = 2 * pos.y0 + j.row0;
           if (b >= a.B || x >= a.W || y0 >= a.H) continue;
           float acc[R][2];
-          conv_pair_strip<K, R, (K / 2) % 2 == 1, true>(w0f, di + p * pplane + (j.row0 + r) * pw + (col + r), pw,
-                                                  ph - gp - (j.row0 + r), acc);
+          conv_pair_strip<K, R, (K / 2) % 2 == 1, true, kFixed>(
+              w0f, di + p * pplane + (j.row0 + r) * pw + (col + r), pw, ph - gp - (j.row0 + r), acc);
           // Pixel rows [y0, y0 + n), y0 even, columns x, x + 1 (x even): one coefficient each pair.
           const int n = min(min(R, pth - j.row0), a.H - y0), ncols = min(2, a.W - x), dzplane = th * tw;
           const float* dp = dz + (p * 4 * th + (j.row0 >> 1)) * tw + j.col;
@@ -357,7 +377,10 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
         }
       }
     }
-    if (corr_thread) {
+    const CorrRole role = corr_role(kFixed ? int(threadIdx.x) : opaque_thread_index());
+    const bool base_job = role.base_job, l2_job = role.l2_job;
+    const int part = role.part, sb = role.sb, ci = role.ci;
+    if (role.corr_thread) {
       float acc[KM];
 #pragma unroll
       for (int j = 0; j < KM; ++j) acc[j] = 0.f;
@@ -368,9 +391,9 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
         const float* gb = l2_job ? g2s : gs;
         const int lplane = l2_job ? eh2 * ew2 : plane, lpitch = l2_job ? ew2 : ew;
         for_strided_rows(part, l2_job ? parts - lparts : lparts, l2_job ? th2 : th, np, [&](int p, int ty) {
-          corr_row_maybe_quads<K, 0, kR % 4>(l2_job ? l2_quads : level_quads, acc,
-                                             yb + (p * 4 + sb) * lplane + (ty + ci) * lpitch,
-                                             gb + (p * 4 + sb) * lplane + (ty + r) * lpitch + r, l2_job ? tw2 : tw, k);
+          corr_row_maybe_quads<K, 0, kR % 4, false, kFixed>(
+              l2_job ? l2_quads : level_quads, acc, yb + (p * 4 + sb) * lplane + (ty + ci) * lpitch,
+              gb + (p * 4 + sb) * lplane + (ty + r) * lpitch + r, l2_job ? tw2 : tw, k);
         });
       } else {
         for_strided_rows(sb + 4 * part, 4 * parts, 2 * th, np, [&](int p, int py) {
@@ -385,11 +408,12 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
     }
   }
   __syncthreads();
-  if (corr_thread) {
+  const CorrRole role = corr_role(int(threadIdx.x));
+  if (role.corr_thread) {
 #pragma unroll
     for (int j = 0; j < KM; ++j)
-      if (K > 0 || j < k) red[(part * jobs + job) * k + j] = float(tot[j]);
-    if (base_job && ci == 0) red_sum[part * 4 + sb] = float(tot_sum);
+      if (K > 0 || j < k) red[(role.part * jobs + role.job) * k + j] = float(tot[j]);
+    if (role.base_job && role.ci == 0) red_sum[role.part * 4 + role.sb] = float(tot_sum);
   }
   __syncthreads();
   // Partial layout per (channel, split): [0, kk) C0, [kk] sum(D), [kk + 1, 5kk + 1) C_1.
@@ -425,7 +449,8 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
 template <typename T>
 bool bwd_fused_fixed_tile(const BwdBaseArgs<T>& a) {
   if (a.g.th != kFusedBwdTileH || a.g.tw != kFusedBwdTileW || a.g.np != 1) return false;
-  return a.pitch == bwd_fused_layout(a.k, a.g.th, a.g.tw, 1, int(sizeof(T))).pitch;
+  const BwdFusedLayout l = bwd_fused_layout(a.k, a.g.th, a.g.tw, 1, int(sizeof(T)));
+  return a.pitch == l.pitch && bwd_fused_quads_ok(l, a.k, a.g.th, a.g.tw);
 }
 
 template <typename T>

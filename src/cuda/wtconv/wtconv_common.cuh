@@ -186,15 +186,15 @@ __host__ __device__ __forceinline__ void corr_row(float* acc, const float* y, co
 // The caller promises (quad_corr_ok): n % 4 == 0, the alignment above, and that the floats
 // y[-kOy .. n + corr_quad_lead(K, kOy) - kOy) and g[-kOg .. n + corr_quad_lead(1, kOg) - kOg)
 // lie in shared memory (at most 3 floats on either side of what corr_row reads).
-__host__ __device__ constexpr int corr_quad_lead(int k, int phase) { return (phase + k - 1 + 3) / 4 * 4; }
-__host__ __device__ constexpr int ring_gcd(int a, int b) { return b == 0 ? a : ring_gcd(b, a % b); }
-template <int K, int kOy, int kOg, bool kSum = false>
+// (corr_quad_lead, corr_quad_chunk: plan.h, which checks the fixed tiles against them.)
+// kWhole: the caller also promises n % chunk == 0 (the chunk below), so no partial last chunk.
+template <int K, int kOy, int kOg, bool kSum = false, bool kWhole = false>
 __host__ __device__ __forceinline__ void corr_row_quads(float* acc, const float* y, const float* g, int n,
                                                         float* gsum = nullptr) {
   static_assert(K > 0 && kOy >= 0 && kOy < 4 && kOg >= 0 && kOg < 4, "compile-time k and phases");
   constexpr int LY = corr_quad_lead(K, kOy), RY = LY + 4;  // y[t] lives in slot (t + kOy) % RY
   constexpr int LG = corr_quad_lead(1, kOg), RG = LG + 4;  // g[t] lives in slot (t + kOg) % RG
-  constexpr int CH = RY * RG / ring_gcd(RY, RG);             // positions per chunk: a period of both
+  constexpr int CH = corr_quad_chunk(K, kOy, kOg);           // positions per chunk: a period of both
   const float* yb = y - kOy;
   const float* gb = g - kOg;
   float wy[RY], wg[RG];
@@ -222,17 +222,24 @@ __host__ __device__ __forceinline__ void corr_row_quads(float* acc, const float*
       for (int j = 0; j < K; ++j) acc[j] = fmaf(wy[(u + v + j + kOy) % RY], gv, acc[j]);
     }
   };
-  unrolled_chunks<CH, 4>(x, n, step);
+  if constexpr (kWhole) {
+    for (; x < n; x += CH) {
+#pragma unroll
+      for (int u = 0; u < CH; u += 4) step(u);
+    }
+  } else {
+    unrolled_chunks<CH, 4>(x, n, step);
+  }
 }
 
 // corr_row, taking the quad path when the caller's block-uniform `quads` holds (a per-row test
 // would split warps whose rows alternate between phases).
-template <int K, int kOy, int kOg, bool kSum = false>
+template <int K, int kOy, int kOg, bool kSum = false, bool kWhole = false>
 __host__ __device__ __forceinline__ void corr_row_maybe_quads(bool quads, float* acc, const float* y, const float* g,
                                                               int n, int k, float* gsum = nullptr) {
   if constexpr (K > 0) {
     if (quads) {
-      corr_row_quads<K, kOy, kOg, kSum>(acc, y, g, n, gsum);
+      corr_row_quads<K, kOy, kOg, kSum, kWhole>(acc, y, g, n, gsum);
       return;
     }
   }
@@ -259,6 +266,14 @@ __host__ __device__ __forceinline__ void for_strided_rows(int first, int step, i
     if (p >= np) return;
     f(p, y);
   }
+}
+
+// threadIdx.x, read where it is called: the compiler cannot hoist the read (or values derived
+// from it) out of a loop and keep them live across it.
+__device__ __forceinline__ int opaque_thread_index() {
+  int t;
+  asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
+  return t;
 }
 
 // Rows of outputs a thread computes in one column strip of the register-blocked convolution.
@@ -371,7 +386,9 @@ __host__ __device__ __forceinline__ void conv_pair_strip_rows(const float (&wr)[
     }
   }
 }
-template <int K, int R, bool kOdd, bool kAlignedW = false>
+// kFull: the caller guarantees rows_left >= R + K - 1 (a compile-time tile whose every strip is
+// full), so the clamped variant is not compiled in.
+template <int K, int R, bool kOdd, bool kAlignedW = false, bool kFull = false>
 __host__ __device__ __forceinline__ void conv_pair_strip(const float* w, const float* src, int pitch, int rows_left,
                                                          float (&acc)[R][2]) {
   float wr[K * K];
@@ -379,7 +396,7 @@ __host__ __device__ __forceinline__ void conv_pair_strip(const float* w, const f
 #pragma unroll
   for (int o = 0; o < R; ++o) acc[o][0] = acc[o][1] = 0.f;
   const float* base = kOdd ? src - 1 : src;
-  if (rows_left >= R + K - 1) conv_pair_strip_rows<K, R, kOdd, false>(wr, base, pitch, rows_left, acc);
+  if (kFull || rows_left >= R + K - 1) conv_pair_strip_rows<K, R, kOdd, false>(wr, base, pitch, rows_left, acc);
   else conv_pair_strip_rows<K, R, kOdd, true>(wr, base, pitch, rows_left, acc);
 }
 
@@ -599,7 +616,7 @@ __device__ __forceinline__ void haar_pass_from_tile(const T* buf, int pitch, int
 // and the Haar analysis of their four LL values, Y_2 (np x 4 x eh2 x ew2; X_1 = LL(x) with the
 // cascade's formula, which haar4's LL is, rounded through Tll, the type the cascade would store
 // X_1 in). Y_1 (np x 4 x qh x qw) covers the blocks from block (b0, b0) on; with kInner the blocks
-// outside it are skipped (the backward keeps Y_1 over the inner region only), without it Y_1
+// outside it are skipped (the fused kernels keep Y_1 over the inner region only), without it Y_1
 // covers every block (b0 = 0). With `copy` the pixels also go to the float tile (rows xw apart):
 // every block's (np x xh rows), or with kInner the inner blocks' (np x 2 qh rows).
 template <typename T, bool kInner = false, typename Tll = float>
@@ -615,7 +632,7 @@ __device__ __forceinline__ void haar2_pass_from_tile(const T* buf, int pitch, in
     float4 px[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      if (sizeof(T) == 4 && !copy) {
+      if (sizeof(T) == 4 && (off & 3) == 0) {  // 16-byte aligned (pitch % 4 == 0): one load per row
         px[i] = load4(src + i * pitch);
       } else {
         const float2 u0 = load2(src + i * pitch), u1 = load2(src + i * pitch + 2);
@@ -846,7 +863,7 @@ __device__ __forceinline__ float first_residual(const float* grid, const ItemPos
 // residual grid (h1 x w1, plane p at res0 + p * res_pstride, origin (oy, ox)) is read before the
 // convolution so its latency hides behind the arithmetic; a warp's jobs share one subband
 // whenever cols * strips >= 32, so the LL-only branch does not diverge.
-template <int K, int R, int NC, typename Tres, typename Div>
+template <int K, int R, int NC, bool kFull = false, typename Tres, typename Div>
 __device__ __forceinline__ void subband_conv_phase(int jobs, const Div& cols, const Div& strips,
                                                    int out_rows, int out_cols, const float* w, const float* src,
                                                    int src_plane, int src_pitch, int src_rows, float* dst,
@@ -882,7 +899,7 @@ __device__ __forceinline__ void subband_conv_phase(int jobs, const Div& cols, co
 #pragma unroll
       for (int o = 0; o < R; ++o) acc[o][0] = a1[o];
     } else {
-      conv_pair_strip<K, R, false, true>(wt, sp, src_pitch, src_rows - j.row0, acc);
+      conv_pair_strip<K, R, false, true, kFull>(wt, sp, src_pitch, src_rows - j.row0, acc);
     }
 #pragma unroll
     for (int o = 0; o < R; ++o) {

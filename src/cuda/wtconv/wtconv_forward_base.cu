@@ -22,9 +22,10 @@ __device__ __forceinline__ int fwd_tile_origin(int t0, int s, int r, int g2) { r
 // kTma: the TMA-staged instance (a.tma), compiled apart so that the other instances keep their
 // registers (with the TMA state live across the item loop, the 16-bit k = 5 kernels spilled and the
 // small shapes that cannot take TMA ran up to 5% slower).
-// kFuse2 (with kTma): level 2 fused (a.fuse2, fwd_fused_layout). The tile grows by level 2's halo,
+// kFuse2 (with kTma): level 2 fused (a.fuse2, fwd_fused_layout). The box grows by level 2's halo,
 // r level-1 coefficients (2 r pixels) on every side, so qh, qw, xh, xw and the origin below are
-// those of the larger region; the level-1 convs read its inner part.
+// those of the larger region; Y_1 and the float tile keep its inner part (yh x yw coefficients,
+// fo pixels in), all that the level-1 and base convs read.
 // kFixed (with kFuse2): the tile kFusedFwdTileH x kFusedFwdTileW, one plane per item, at compile
 // time (fwd_fused_fixed_tile), so that the extents, pitches and job divisors below are constants:
 // immediate offsets and shifts instead of parameter loads and index arithmetic.
@@ -33,6 +34,9 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
     forward_base_kernel(const __grid_constant__ FwdBaseArgs<T> a) {
   static_assert(!kFuse2 || (kTma && K > 0), "the fused forward stages with TMA");
   static_assert(!kFixed || kFuse2, "the fixed tile is a fused instance");
+  // kFixed strips are all full (conv_pair_strip's kFull): the output, level-1 and level-2 rows
+  // (th, th / 2, th / 4) are whole 4-row strips, each with its k - 1 halo rows in the tiles.
+  static_assert(!kFixed || kFusedFwdTileH % 16 == 0, "whole strips in every phase of the fixed tile");
   extern __shared__ __align__(128) float smem[];
   const int k = K ? K : a.k, r = k / 2, kk = k * k, s = kFuse2 ? 1 : a.stride;  // fused: stride 1
   const int c = blockIdx.x / a.g.splits, split = blockIdx.x % a.g.splits;
@@ -42,9 +46,12 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
   const int qh = qih + 2 * r + 2 * g2, qw = qiw + 2 * r + 2 * g2;
   const int xh = 2 * qh, xw = 2 * qw;
   const int th2 = qih / 2, tw2 = qiw / 2, eh2 = qh / 2, ew2 = qw / 2;  // level 2 (fused only)
+  // Y_1 (yh x yw) and the float tile (fh x fw, its pixel (0, 0) at the box's (fo, fo)).
+  const int yh = kFuse2 ? qih + 2 * r : qh, yw = kFuse2 ? qiw + 2 * r : qw;
+  const int fh = 2 * yh, fw = 2 * yw, fo = 2 * g2;
   // The staging and job divisors: the launcher's, or (kFixed) the same values as constants.
-  const bool inplace = kFixed ? sizeof(T) == 4 : a.tma_inplace;
-  const int xp = kFixed ? fwd_box_pitch(xw, int(sizeof(T)), inplace) : a.xp;
+  const bool inplace = !kFuse2 && a.tma_inplace;  // fused: the box is copied (its pitch is xw)
+  const int xp = kFixed ? xw : a.xp;
   decltype(auto) fplane = fixed_or<kFixed>(a.fplane, eh2 * ew2);
   decltype(auto) frow = fixed_or<kFixed>(a.frow, ew2);
   decltype(auto) qcols2 = fixed_or<kFixed>(a.qcols2, qiw / 2);
@@ -57,10 +64,11 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
   float* w0s = smem;                    // s0 * W0
   float* w1s = w0s + fs;                // 4 filters 0.5 * s1 * W1, fs apart
   float* w2s = w1s + 4 * fs;            // fused: 4 filters 0.25 * s2 * W2
-  // Without TMA: x tile, Y_1, subband results. With TMA (fwd_base_tma_layout): the two boxes
-  // (128-byte aligned) and their mbarriers, Y_1, subband results, the float x tile (unless in place).
-  float* xs = w1s + 4 * fs;             // np x xh x xw
-  float* ys = xs + np * xh * xw;        // np x 4 x qh x qw
+  // Without TMA: x tile, Y_1, subband results. With TMA (fwd_base_tma_layout, fwd_fused_layout):
+  // the boxes (128-byte aligned) and their mbarriers, Y_1, subband results, the float x tile
+  // (unless in place).
+  float* xs = w1s + 4 * fs;             // np x fh x fw
+  float* ys = xs + np * fh * fw;        // np x 4 x yh x yw
   unsigned char* const tbuf =
       reinterpret_cast<unsigned char*>(smem) + ((kFuse2 ? 9 : 5) * fs * 4 + 127) / 128 * 128;
   const size_t tbytes = kTma ? (size_t(np) * xh * xp * sizeof(T) + 127) / 128 * 128 : 0;
@@ -68,9 +76,9 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
   if constexpr (kTma) {
     ys = reinterpret_cast<float*>(bars + 2);
     // the float tile (in place: set per item); fused: behind Y_2 and Z_2
-    xs = ys + np * 4 * qh * qw + np * 4 * qih * qiw + (kFuse2 ? np * 4 * (eh2 * ew2 + th2 * tw2) : 0);
+    xs = ys + np * 4 * yh * yw + np * 4 * qih * qiw + (kFuse2 ? np * 4 * (eh2 * ew2 + th2 * tw2) : 0);
   }
-  float* zs = ys + np * 4 * qh * qw;    // np x 4 x qih x qiw
+  float* zs = ys + np * 4 * yh * yw;    // np x 4 x qih x qiw
   float* y2s = zs + np * 4 * qih * qiw;  // fused: np x 4 x eh2 x ew2
   float* z2s = y2s + np * 4 * eh2 * ew2;  // fused: np x 4 x th2 x tw2
   const float s0 = a.s0[c];
@@ -105,10 +113,6 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
       tma_prefetch_4d(&a.xmap, nxx - tma_box_offset(nxx, sizeof(T)), ny, c, nx.b0);
     }
   };
-  // Fused 16-bit: the Haar pass alone reads the box (it converts the pixels into the float tile),
-  // so the next item's box is requested right after it and streams in during the convolutions.
-  // Fused fp32 reads the box itself in the base conv, the item's last phase.
-  constexpr bool kEarlyBox = kFuse2 && sizeof(T) != 4;
   if constexpr (kTma) {
     if (threadIdx.x == 0) {
       mbarrier_init(bars);
@@ -117,8 +121,8 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
     }
     __syncthreads();
     if (threadIdx.x == 0 && begin < end) {
-      if (kEarlyBox) request_box(begin);
-      else if (!kFuse2) request_tile(begin, 0);
+      if (kFuse2) request_box(begin);
+      else request_tile(begin, 0);
     }
   }
   int iteration = 0;
@@ -128,13 +132,12 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
     const int x0y = fwd_tile_origin(pos.y0, s, r, g2), x0x = fwd_tile_origin(pos.x0, s, r, g2);
     __syncthreads();
     if constexpr (kFuse2) {
-      // One box, this item's (fp32: requested once the barrier above freed it); the next one's goes
-      // to L2 meanwhile. Then Y_1 and Y_2 from the same 4 x 4 pixel blocks.
-      if (!kEarlyBox && threadIdx.x == 0) request_box(item);
+      // One box, this item's (requested after the previous item's Haar pass; the next one's goes to
+      // L2 meanwhile). Then Y_2 from its 4 x 4 pixel blocks, and Y_1 and the float pixels from the
+      // inner ones (block g2 / 2 on; the box origin is 16-byte aligned, offset 0).
       mbarrier_wait(bars, uint32_t(iteration) & 1u);
-      if (inplace) xs = reinterpret_cast<float*>(tbuf);
-      haar2_pass_from_tile(reinterpret_cast<const T*>(tbuf), xp, tma_box_offset(x0x, sizeof(T)), !inplace, xs, xh, xw,
-                           ys, qh, qw, 0, y2s, eh2, ew2, np, fplane, frow);
+      haar2_pass_from_tile<T, true>(reinterpret_cast<const T*>(tbuf), xp, 0, true, xs, xh, fw, ys, yh, yw, g2 / 2,
+                                    y2s, eh2, ew2, np, fplane, frow);
     } else if constexpr (kTma) {
       // Buffer iteration % 2 holds this item; the other one, free since the barrier above, takes
       // the next item's tile while this one is computed.
@@ -185,7 +188,7 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
       }
     }
     __syncthreads();
-    if constexpr (kEarlyBox) {  // the Haar pass has read the box: the next one streams in
+    if constexpr (kFuse2) {  // the Haar pass has read the box: the next one streams in
       if (threadIdx.x == 0 && item + step < end) request_box(item + step);
     }
     if constexpr (K > 0) {
@@ -193,13 +196,12 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
       const int jobs = np * 4 * int(a.qstrips.divisor) * qiw;
       const float* res0 = a.rin ? a.rin + (int64_t(pos.b0) * a.C + c) * a.h1 * a.w1g : nullptr;
       const int64_t res_pstride = int64_t(a.C) * a.h1 * a.w1g;
-      if constexpr (kFuse2) {  // level 1 from the inner part of Y_1, and level 2; R_1 joins Z_1 below
-        subband_conv_phase<K, 4, 2>(np * 4 * int(qstrips4.divisor) * (qiw / 2), qcols2, qstrips4, qih, qiw,
-                                    w1s, ys + g2 * qw + g2, qh * qw, qw, qh - g2, zs, (const float*)nullptr, 0,
-                                    0, 0, 0, 0, 0);
-        subband_conv_phase<K, 4, 2>(np * 4 * int(l2strips.divisor) * int(l2cols.divisor), l2cols, l2strips,
-                                    th2, tw2, w2s, y2s, eh2 * ew2, ew2, eh2, z2s, (const float*)nullptr, 0, 0, 0,
-                                    0, 0, 0);
+      if constexpr (kFuse2) {  // level 1 and level 2; R_1 joins Z_1 below
+        subband_conv_phase<K, 4, 2, kFixed>(np * 4 * int(qstrips4.divisor) * (qiw / 2), qcols2, qstrips4, qih,
+                                            qiw, w1s, ys, yh * yw, yw, yh, zs, (const float*)nullptr, 0, 0, 0, 0, 0, 0);
+        subband_conv_phase<K, 4, 2, kFixed>(np * 4 * int(l2strips.divisor) * int(l2cols.divisor), l2cols,
+                                            l2strips, th2, tw2, w2s, y2s, eh2 * ew2, ew2, eh2, z2s,
+                                            (const float*)nullptr, 0, 0, 0, 0, 0, 0);
       } else if (a.pair_sub)  // two columns per job (qiw even)
         subband_conv_phase<K, 4, 2>(np * 4 * int(qstrips4.divisor) * (qiw / 2), qcols2, qstrips4, qih, qiw,
                                     w1s, ys, qh * qw, qw, qh, zs, res0, res_pstride, a.B - pos.b0, qay, qax, a.h1,
@@ -236,16 +238,16 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
           const StripJob j = strip_job(e, cols, strips, R);  // slot = p
           const int p = j.slot, b = pos.b0 + p, ox = pos.x0 + j.col * NC, oy0 = pos.y0 + j.row0;
           if (b >= a.B || ox >= a.Wo || oy0 >= a.Ho) continue;
-          const int row = oy0 - r - x0y;
-          const float* src = xs + p * xh * xw + row * xw + (ox - r - x0x);  // tile column j.col * NC + r
+          const int row = oy0 - r - x0y - fo;
+          const float* src = xs + p * fh * fw + row * fw + (ox - r - x0x - fo);  // tile column j.col * NC + r
           float acc[R][NC];
           if constexpr (NC == 1) {
             float a1[R];
-            conv_column_strip<KS, R, true>(w0s, src, xw, xh - row, a1);
+            conv_column_strip<KS, R, true>(w0s, src, fw, fh - row, a1);
 #pragma unroll
             for (int o = 0; o < R; ++o) acc[o][0] = a1[o];
           } else {
-            conv_pair_strip<KS, R, (KS / 2) % 2 == 1, true>(w0s, src, xw, xh - row, acc);
+            conv_pair_strip<KS, R, (KS / 2) % 2 == 1, true, kFixed>(w0s, src, fw, fh - row, acc);
           }
           // Output rows [oy0, oy0 + n); two rows (and the NC columns, ox even when NC = 2) of one
           // coefficient share its four Z loads.
@@ -333,13 +335,13 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
 }
 
 // Whether a fused forward takes the compile-time tile instance: its tile is kFusedFwdTileH x
-// kFusedFwdTileW with one plane per item, and the staging the kernel then derives (box pitch, in
-// place or copied) is the one prepare_forward_base set up.
+// kFusedFwdTileW with one plane per item, and the box pitch the kernel then derives (xw) is the
+// one prepare_forward_base set up.
 template <typename T>
 bool fwd_fused_fixed_tile(const FwdBaseArgs<T>& a) {
   if (a.g.th != kFusedFwdTileH || a.g.tw != kFusedFwdTileW || a.g.np != 1) return false;
   const FwdFusedLayout l = fwd_fused_layout(a.k, a.g.th, a.g.tw, 1, int(sizeof(T)));
-  return l.inplace == (sizeof(T) == 4) && a.tma_inplace == l.inplace && a.xp == l.xp;
+  return a.xp == l.xp && l.xp == l.xw;
 }
 
 template <typename T>
@@ -399,7 +401,6 @@ void prepare_forward_base(FwdBaseArgs<T>& a) {
     if (encode_plane_box_map(&a.xmap, a.x, int(sizeof(T)), a.W, a.H, a.C, a.B, l.xp, l.xh, a.g.np)) {
       a.tma = a.fuse2 = true;
       a.xp = l.xp;
-      a.tma_inplace = l.inplace;
       a.fplane = TileDivmod(uint32_t(l.eh2 * l.ew2));
       a.frow = TileDivmod(uint32_t(l.ew2));
       a.l2cols = pair_count(l.tw2);

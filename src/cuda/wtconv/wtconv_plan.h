@@ -138,6 +138,14 @@ inline size_t level_smem_floats(bool backward, int k, int th, int tw, int np) {
 // Shared-memory stride of one k x k filter in the base kernels: k * k rounded up to 4 floats, so
 // every filter (and the tiles behind the five filters) starts 16-byte aligned for vector loads.
 WTCONV_HOST_DEVICE constexpr int filter_stride(int k) { return (k * k + 3) / 4 * 4; }
+// The quad-read correlation rows (corr_row_quads): the floats a row's ring reads ahead of a phase,
+// and the chunk, positions per fully unrolled group of steps (a period of both rings).
+WTCONV_HOST_DEVICE constexpr int corr_quad_lead(int k, int phase) { return (phase + k - 1 + 3) / 4 * 4; }
+WTCONV_HOST_DEVICE constexpr int ring_gcd(int a, int b) { return b == 0 ? a : ring_gcd(b, a % b); }
+WTCONV_HOST_DEVICE constexpr int corr_quad_chunk(int k, int oy, int og) {
+  return (corr_quad_lead(k, oy) + 4) * (corr_quad_lead(1, og) + 4) /
+         ring_gcd(corr_quad_lead(k, oy) + 4, corr_quad_lead(1, og) + 4);
+}
 
 // Quad staging of the base kernels (W % 4 == 0): a tile row is read as 4-aligned quads from
 // origin & ~3, where origin is the tile's first x (even, possibly negative: the halo), so the
@@ -216,15 +224,16 @@ WTCONV_HOST_DEVICE inline void set_level2_tile(Layout& t, int th2, int tw2, int 
 }
 
 // Forward base with level 2 fused (L = 2, fwd_fused_smem): the x box also covers level 2's halo
-// (2 r more pixels on every side; one box, single-buffered, the next item's box prefetched into
-// L2), the Haar pass forms Y_1 over that larger region and Y_2 = Haar(LL(Y_1)) from the same
-// 4 x 4 pixel blocks, and the level-2 convs (th/4 x tw/4 per plane) run beside the level-1 ones.
-// Layout: nine filters (base, level 1, level 2) rounded up to 128 bytes, the box, the mbarrier,
-// Y_1 (np x 4 x qh x qw over the larger region), Z_1, Y_2 (np x 4 x eh2 x ew2), Z_2, and the float
-// tile unless the fp32 box is read in place.
+// (2 r more pixels on every side; one box, the next item's box prefetched into L2), the Haar pass
+// forms Y_2 = Haar(LL(Y_1)) from its 4 x 4 pixel blocks, and Y_1 and a float copy of the pixels
+// over the inner region (level 1's tile and halo, every block from block r / 2 on), which are all
+// the level-1 and base convs read. The box is then free once the Haar pass is done, and the next
+// item's box streams in during the convolutions. Layout: nine filters (base, level 1, level 2)
+// rounded up to 128 bytes, the box, the mbarrier, Y_1 (np x 4 x yh x yw), Z_1, Y_2 (np x 4 x eh2 x
+// ew2), Z_2, and the float tile (np x 2 yh x 2 yw). Every box origin x0 - 4 r is 16-byte aligned
+// (the plan fuses tw % 8 == 0 with even r only), so the box rows are the tile rows (xp = xw).
 struct FwdFusedLayout {
-  bool inplace = false;
-  int xh = 0, xw = 0, xp = 0, qh = 0, qw = 0, th2 = 0, tw2 = 0, eh2 = 0, ew2 = 0;
+  int xh = 0, xw = 0, xp = 0, qh = 0, qw = 0, yh = 0, yw = 0, th2 = 0, tw2 = 0, eh2 = 0, ew2 = 0;
   size_t filter_bytes = 0, box_bytes = 0, floats = 0;
   size_t bytes() const { return filter_bytes + box_bytes + 16 + floats * 4; }
 };
@@ -239,13 +248,13 @@ inline FwdFusedLayout fwd_fused_layout(int k, int th, int tw, int np, int esize)
   t.qw = 2 * t.ew2;
   t.xh = 2 * t.qh;
   t.xw = 2 * t.qw;
-  t.inplace = esize == 4 && tw % 4 == 0;  // origins x0 - 4 r, x0 = tx tw
-  t.xp = fwd_box_pitch(t.xw, esize, t.inplace);
+  t.yh = th / 2 + 2 * r;
+  t.yw = tw / 2 + 2 * r;
+  t.xp = t.xw;
   t.filter_bytes = align_up(9 * size_t(filter_stride(k)) * 4, 128);
   t.box_bytes = align_up(size_t(np) * t.xh * t.xp * esize, 128);
-  t.floats = size_t(np) * (4 * size_t(t.qh) * t.qw + 4 * size_t(th / 2) * (tw / 2) + 4 * size_t(t.eh2) * t.ew2 +
-                           4 * size_t(t.th2) * t.tw2) +
-             (t.inplace ? 0 : size_t(np) * t.xh * t.xw);
+  t.floats = size_t(np) * (4 * size_t(t.yh) * t.yw + 4 * size_t(th / 2) * (tw / 2) + 4 * size_t(t.eh2) * t.ew2 +
+                           4 * size_t(t.th2) * t.tw2 + 4 * size_t(t.yh) * t.yw);
   return t;
 }
 // Whether the forward of an L = 2 problem fuses level 2 into the base kernel (its level kernel and
@@ -378,6 +387,22 @@ WTCONV_HOST_DEVICE inline BwdFusedLayout bwd_fused_layout(int k, int th, int tw,
   t.bar = (off + 7) / 8 * 8;
   t.bytes = t.bar + 8;
   return t;
+}
+// Whether every correlation row of a fused backward layout (th x tw coefficients, one plane) takes
+// the quad path in whole chunks, as the compile-time tile's instance assumes (backward_base_kernel:
+// the quad alignment of quad_corr_ok from the 128-byte aligned regions and the pitches, and level
+// rows of tw and tw / 2 positions a multiple of the chunk).
+inline bool bwd_fused_quads_ok(const BwdFusedLayout& l, int k, int th, int tw) {
+  const int r = k / 2, eh = th + 2 * r, ew = tw + 2 * r, gp = l.copy ? 0 : 2 * r, pw = l.pitch;
+  const auto at16 = [](size_t region, int floats) { return (region + 4 * size_t(floats)) % 16 == 0; };
+  const int level_chunk = corr_quad_chunk(k, 0, r % 4);
+  const bool level = (eh * ew) % 4 == 0 && ew % 4 == 0 && tw % 4 == 0 && at16(l.ys, 0) && at16(l.gs, r - r % 4) &&
+                     tw % level_chunk == 0;
+  const bool base = (l.ph * pw) % 4 == 0 && pw % 4 == 0 && (2 * tw) % 4 == 0 &&
+                    at16(l.xs, gp * pw + gp + r - r % 4) && at16(l.ds, gp * pw + gp + 2 * r - (2 * r) % 4);
+  const bool level2 = (l.eh2 * l.ew2) % 4 == 0 && l.ew2 % 4 == 0 && l.tw2 % 4 == 0 && at16(l.y2s, 0) &&
+                      at16(l.g2s, r - r % 4) && l.tw2 % level_chunk == 0;
+  return level && base && level2;
 }
 // Floats of the correlation partials of the fused backward (level 1, base, level 2: 12k jobs).
 WTCONV_HOST_DEVICE constexpr int bwd_fused_red_floats(int k) { return corr_parts_per_warp(k) * (12 * k * k + 4); }
