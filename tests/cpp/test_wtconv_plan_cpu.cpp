@@ -328,6 +328,7 @@ TEST(WtconvPlan, RandomProblemsTmaLayoutsFitTheBoxRules) {
       EXPECT_LE(size_t(bwd_fused_red_floats(plan.k)) * 4, l.ys - l.xs);  // the partials reuse the pixel tiles
       EXPECT_GE(l.bar, l.end);
       EXPECT_EQ(l.bar % 8, 0u);
+      EXPECT_EQ(l.bytes, l.bar + 16);  // one mbarrier per box
       // Every box origin 2 (x0 - 2r) is 16-byte aligned, as the copy engine requires.
       for (int64_t tx = 0; tx < t.tiles_x; ++tx)
         EXPECT_EQ(tma_box_offset(bwd_base_x_origin(int(tx), t.tw, 2 * plan.r), esize), 0);

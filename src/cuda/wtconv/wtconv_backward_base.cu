@@ -164,10 +164,13 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
 
   int64_t begin, end, step;
   block_items<true>(a.g.items, a.g.splits, split, &begin, &end, &step);  // strided: halos from L2
+  // One mbarrier for both boxes; fused, one per box (bar: x, bar + 1: dy), so that the x pass
+  // starts while the dy box is still on its way.
   uint64_t* const bar = reinterpret_cast<uint64_t*>(sbase + (kFuse2 ? fl.bar : tl.bar));
   if constexpr (kTma) {
     if (threadIdx.x == 0) {
       mbarrier_init(bar);
+      if constexpr (kFuse2) mbarrier_init(bar + 1);
       mbarrier_init_fence();
     }
     __syncthreads();
@@ -183,9 +186,10 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
       // boxes go to L2 meanwhile: its load then waits on L2, not HBM.
       if (threadIdx.x == 0) {
         if constexpr (kFuse2) {
-          mbarrier_expect_bytes(bar, uint32_t(2 * fl.box_bytes));
+          mbarrier_expect_bytes(bar, uint32_t(fl.box_bytes));
           tma_load_4d(sbase + fl.xbox, &a.xmap, px0, py0, c, pos.b0, bar);
-          tma_load_4d(sbase + fl.dbox, &a.dmap, px0, py0, c, pos.b0, bar);
+          mbarrier_expect_bytes(bar + 1, uint32_t(fl.box_bytes));
+          tma_load_4d(sbase + fl.dbox, &a.dmap, px0, py0, c, pos.b0, bar + 1);
         } else {
           mbarrier_expect_bytes(bar, uint32_t(2 * size_t(np) * ph * pw * sizeof(T)));
           tma_load_4d(xs, &a.xmap, px0, py0, c, pos.b0, bar);
@@ -198,7 +202,8 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
           tma_prefetch_4d(&a.dmap, nxx, ny, c, nx.b0);
         }
       }
-      mbarrier_wait(bar, uint32_t(iteration) & 1u);
+      const uint32_t parity = uint32_t(iteration) & 1u;
+      mbarrier_wait(bar, parity);
       if constexpr (kCopy) {
         // Y_1, G_1 over the inner region (from block r / 2 on) and its pixels as floats, Y_2 and
         // G_2 (X_1, G_1's LL rounded through T, as the level kernel forms them). The x box sits in
@@ -208,11 +213,13 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
         haar2_pass_from_tile<T, true, T>(xbox, fl.box_pitch, 0, true, xs, fl.box_rows, pw, ys, eh, ew, r / 2, y2s,
                                          eh2, ew2, np, fplane, frow);
         __syncthreads();
+        mbarrier_wait(bar + 1, parity);
         haar2_pass_from_tile<T, true, T>(dbox, fl.box_pitch, 0, true, ds, fl.box_rows, pw, gs, eh, ew, r / 2, g2s,
                                          eh2, ew2, np, fplane, frow);
       } else if constexpr (kFuse2) {  // Y_1, G_1 over the inner region (from block r / 2 on), Y_2 and G_2
         haar2_pass_from_tile<float, true>(xs, pw, 0, false, xs, ph, pw, ys, eh, ew, r / 2, y2s, eh2, ew2, np,
                                           fplane, frow);
+        mbarrier_wait(bar + 1, parity);
         haar2_pass_from_tile<float, true>(ds, pw, 0, false, ds, ph, pw, gs, eh, ew, r / 2, g2s, eh2, ew2, np,
                                           fplane, frow);
       } else {

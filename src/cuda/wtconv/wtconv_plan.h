@@ -342,8 +342,9 @@ inline size_t bwd_base_tma_smem(const WtconvTile& t, int64_t W, int k, int s, in
 // dY_2-dY_1 regions, free until the Haar passes; the x pass converts the inner pixels into the
 // float tile xs (ph = 2 (th + 2r) rows) before the dy box's region is written, then the dy pass.
 // Layout (byte offsets from the 128-byte aligned base, every region 128-byte aligned): nine
-// filters, the x and dy pixel tiles, Y_1, G_1, Y_2, G_2, dY_1, dY_2, the mbarrier. The correlation
-// partials of the block's last step (parts x 12k x k, + parts x 4 sums) reuse the pixel tiles.
+// filters, the x and dy pixel tiles, Y_1, G_1, Y_2, G_2, dY_1, dY_2, the two mbarriers. The
+// correlation partials of the block's last step (parts x 12k x k, + parts x 4 sums) reuse the pixel
+// tiles.
 struct BwdFusedLayout {
   bool copy = false;
   int ph = 0, pitch = 0;              // pixel tile rows and pitch (floats)
@@ -385,7 +386,7 @@ WTCONV_HOST_DEVICE inline BwdFusedLayout bwd_fused_layout(int k, int th, int tw,
   t.xbox = t.copy ? t.gs : t.xs;
   t.dbox = t.copy ? t.dz : t.ds;
   t.bar = (off + 7) / 8 * 8;
-  t.bytes = t.bar + 8;
+  t.bytes = t.bar + 16;  // two mbarriers: the x box's and the dy box's
   return t;
 }
 // Whether every correlation row of a fused backward layout (th x tw coefficients, one plane) takes
