@@ -397,13 +397,13 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
         const float* yb = l2_job ? y2s : ys;
         const float* gb = l2_job ? g2s : gs;
         const int lplane = l2_job ? eh2 * ew2 : plane, lpitch = l2_job ? ew2 : ew;
-        for_strided_rows(part, l2_job ? parts - lparts : lparts, l2_job ? th2 : th, np, [&](int p, int ty) {
+        for_strided_rows<kFixed>(part, l2_job ? parts - lparts : lparts, l2_job ? th2 : th, np, [&](int p, int ty) {
           corr_row_maybe_quads<K, 0, kR % 4, false, kFixed>(
               l2_job ? l2_quads : level_quads, acc, yb + (p * 4 + sb) * lplane + (ty + ci) * lpitch,
               gb + (p * 4 + sb) * lplane + (ty + r) * lpitch + r, l2_job ? tw2 : tw, k);
         });
       } else {
-        for_strided_rows(sb + 4 * part, 4 * parts, 2 * th, np, [&](int p, int py) {
+        for_strided_rows<kFixed>(sb + 4 * part, 4 * parts, 2 * th, np, [&](int p, int py) {
           const float* drow = di + p * pplane + (py + 2 * r) * pw + 2 * r;
           corr_row_maybe_quads<K, kR % 4, (2 * kR) % 4, true>(base_quads, acc, xi + p * pplane + (py + r + ci) * pw + r,
                                                               drow, 2 * tw, k, &dsum);

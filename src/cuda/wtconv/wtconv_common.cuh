@@ -256,8 +256,13 @@ __host__ __device__ inline bool quad_corr_ok(const float* y0, int ypitch, int oy
 
 // f(p, y) for the rows first, first + step, ... of np planes of `rows` rows each (row index
 // p * rows + y), stepped without a division per row (a runtime divide is ~20 instructions).
-template <typename F>
+// kOnePlane: the caller's np is 1 (a fixed-tile instance), so the plane carry disappears.
+template <bool kOnePlane = false, typename F>
 __host__ __device__ __forceinline__ void for_strided_rows(int first, int step, int rows, int np, F f) {
+  if constexpr (kOnePlane) {
+    for (int y = first; y < rows; y += step) f(0, y);
+    return;
+  }
   for (int p = 0, y = first;; y += step) {
     while (y >= rows) {
       y -= rows;
