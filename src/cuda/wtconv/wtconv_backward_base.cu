@@ -38,7 +38,15 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
   // kFixed strips are all full (conv_pair_strip's kFull): the level-1, level-2 and pixel rows
   // (th, th / 2, 2 th) are whole 4-row strips, each with its k - 1 halo rows in the tiles.
   static_assert(!kFixed || kFusedBwdTileH % 8 == 0, "whole strips in every phase of the fixed tile");
+  // kFixed phases take at most one job per thread: level-1 strips (4 x 2 coefficients each), dx
+  // strips (4 x 2 pixels) and Haar blocks (4 x 4 pixels) of one plane. The fp32 instance runs
+  // them without job loops (kOnePass, for_thread_jobs); in the 16-bit one that spilled ~100 bytes
+  // and made its steps 5% slower (docs/wtconv.md, perf note 37).
+  static_assert(!kFixed || (4 * kFusedBwdTileH * kFusedBwdTileW / 8 <= kBlockThreads &&
+                            (kFusedBwdTileH / 2 + K - 1) * (kFusedBwdTileW / 2 + K - 1) <= kBlockThreads),
+                "one job per thread in every phase of the fixed tile");
   constexpr bool kCopy = kFuse2 && sizeof(T) != 4;
+  constexpr bool kOnePass = kFixed && !kCopy;
   extern __shared__ __align__(128) float smem[];
   constexpr int KM = K > 0 ? K : 15;
   const int k = K ? K : a.k, r = k / 2, kk = k * k, s = kFuse2 ? 1 : a.stride;  // fused: stride 1
@@ -210,18 +218,18 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
         // G_1's region: the dy pass writes G_1 only after the barrier.
         const T* xbox = reinterpret_cast<const T*>(sbase + fl.xbox);
         const T* dbox = reinterpret_cast<const T*>(sbase + fl.dbox);
-        haar2_pass_from_tile<T, true, T>(xbox, fl.box_pitch, 0, true, xs, fl.box_rows, pw, ys, eh, ew, r / 2, y2s,
-                                         eh2, ew2, np, fplane, frow);
+        haar2_pass_from_tile<T, true, T, kOnePass>(xbox, fl.box_pitch, 0, true, xs, fl.box_rows, pw, ys, eh, ew,
+                                                   r / 2, y2s, eh2, ew2, np, fplane, frow);
         __syncthreads();
         mbarrier_wait(bar + 1, parity);
-        haar2_pass_from_tile<T, true, T>(dbox, fl.box_pitch, 0, true, ds, fl.box_rows, pw, gs, eh, ew, r / 2, g2s,
-                                         eh2, ew2, np, fplane, frow);
+        haar2_pass_from_tile<T, true, T, kOnePass>(dbox, fl.box_pitch, 0, true, ds, fl.box_rows, pw, gs, eh, ew,
+                                                   r / 2, g2s, eh2, ew2, np, fplane, frow);
       } else if constexpr (kFuse2) {  // Y_1, G_1 over the inner region (from block r / 2 on), Y_2 and G_2
-        haar2_pass_from_tile<float, true>(xs, pw, 0, false, xs, ph, pw, ys, eh, ew, r / 2, y2s, eh2, ew2, np,
-                                          fplane, frow);
+        haar2_pass_from_tile<float, true, float, kOnePass>(xs, pw, 0, false, xs, ph, pw, ys, eh, ew, r / 2, y2s,
+                                                           eh2, ew2, np, fplane, frow);
         mbarrier_wait(bar + 1, parity);
-        haar2_pass_from_tile<float, true>(ds, pw, 0, false, ds, ph, pw, gs, eh, ew, r / 2, g2s, eh2, ew2, np,
-                                          fplane, frow);
+        haar2_pass_from_tile<float, true, float, kOnePass>(ds, pw, 0, false, ds, ph, pw, gs, eh, ew, r / 2, g2s,
+                                                           eh2, ew2, np, fplane, frow);
       } else {
         haar_pass_from_tile(xs, pw, 0, false, xs, ph, pw, ys, eh, ew, np, a.hplane, a.hrow);
         haar_pass_from_tile(ds, pw, 0, false, ds, ph, pw, gs, eh, ew, np, a.hplane, a.hrow);
@@ -295,9 +303,9 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
       const T* res0 = a.dxin ? a.dxin + (int64_t(pos.b0) * a.C + c) * a.h1 * a.w1g : nullptr;
       const int64_t res_pstride = int64_t(a.C) * a.h1 * a.w1g;
       if (kFixed || a.pair_sub)  // two columns per job (tw even)
-        subband_conv_phase<K, kStripRows, 2, kFixed>(np * 4 * int(qstrips4.divisor) * (tw / 2), qcols2,
-                                                     qstrips4, th, tw, w1f, gs, plane, ew, eh, dz, res0,
-                                                     res_pstride, a.B - pos.b0, pos.y0, pos.x0, a.h1, a.w1g);
+        subband_conv_phase<K, kStripRows, 2, kFixed, kOnePass>(
+            np * 4 * int(qstrips4.divisor) * (tw / 2), qcols2, qstrips4, th, tw, w1f, gs, plane, ew, eh, dz, res0,
+            res_pstride, a.B - pos.b0, pos.y0, pos.x0, a.h1, a.w1g);
       else if (strip_rows(K, th) == 8)
         subband_conv_phase<K, 8, 1>(jobs, a.qcols, a.qstrips, th, tw, w1f, gs, plane, ew, eh, dz, res0, res_pstride,
                                     a.B - pos.b0, pos.y0, pos.x0, a.h1, a.w1g);
@@ -305,9 +313,9 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
         subband_conv_phase<K, 4, 1>(jobs, a.qcols, a.qstrips, th, tw, w1f, gs, plane, ew, eh, dz, res0, res_pstride,
                                     a.B - pos.b0, pos.y0, pos.x0, a.h1, a.w1g);
       if constexpr (kFuse2)  // level 2's subband convs (dY_2 without dX_2: level 2 is the last)
-        subband_conv_phase<K, kStripRows, 2, kFixed>(np * 4 * int(l2strips.divisor) * int(l2cols.divisor),
-                                                     l2cols, l2strips, th2, tw2, w2f, g2s, eh2 * ew2, ew2, eh2,
-                                                     dz2, (const T*)nullptr, 0, 0, 0, 0, 0, 0);
+        subband_conv_phase<K, kStripRows, 2, kFixed, kOnePass>(
+            np * 4 * int(l2strips.divisor) * int(l2cols.divisor), l2cols, l2strips, th2, tw2, w2f, g2s, eh2 * ew2,
+            ew2, eh2, dz2, (const T*)nullptr, 0, 0, 0, 0, 0, 0);
       __syncthreads();
       // dx: base conv of D, register-blocked over strips of two pixel columns (the pixel tile is
       // 2 tw wide, so always even), + synthesis of dz: a 2 x 2 pixel block shares its dz loads.
@@ -315,10 +323,10 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
       auto dx_conv = [&](auto rows_tag) {
         constexpr int R = decltype(rows_tag)::value;
         const int jobs = np * int(pstrips.divisor) * tw;
-        for (int e = threadIdx.x; e < jobs; e += blockDim.x) {
+        for_thread_jobs<kOnePass>(jobs, [&](int e) {
           const StripJob j = strip_job(e, qcols, pstrips, R);  // slot = p
           const int col = 2 * j.col, p = j.slot, b = pos.b0 + p, x = 2 * pos.x0 + col, y0 = 2 * pos.y0 + j.row0;
-          if (b >= a.B || x >= a.W || y0 >= a.H) continue;
+          if (b >= a.B || x >= a.W || y0 >= a.H) return;
           float acc[R][2];
           conv_pair_strip<K, R, (K / 2) % 2 == 1, true, kFixed>(
               w0f, di + p * pplane + (j.row0 + r) * pw + (col + r), pw, ph - gp - (j.row0 + r), acc);
@@ -352,7 +360,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
               }
             }
           }
-        }
+        });
       };
       // 4-row strips: with 8 rows the kernel spills at the 3-blocks-per-SM register bound (the
       // correlation's double totals stay live), and 2 blocks per SM measured 6% slower; with the

@@ -405,6 +405,18 @@ __host__ __device__ __forceinline__ void conv_pair_strip(const float* w, const f
   else conv_pair_strip_rows<K, R, kOdd, true>(wr, base, pitch, rows_left, acc);
 }
 
+// f(e) for the jobs e < jobs of this thread: e = threadIdx.x, then strided by blockDim.x.
+// kOnePass: the caller guarantees jobs <= blockDim.x (a fixed tile, at most one job per thread),
+// so there is no loop for the compiler to keep.
+template <bool kOnePass = false, typename F>
+__device__ __forceinline__ void for_thread_jobs(int jobs, F&& f) {
+  if constexpr (kOnePass) {
+    if (int(threadIdx.x) < jobs) f(int(threadIdx.x));
+  } else {
+    for (int e = threadIdx.x; e < jobs; e += blockDim.x) f(e);
+  }
+}
+
 // The launcher's divisor d, or with kFixed a TileDivmod by n, which the kernels' fixed-tile
 // instances compute from compile-time extents (constant operands, no parameter loads).
 template <bool kFixed, typename D>
@@ -624,12 +636,13 @@ __device__ __forceinline__ void haar_pass_from_tile(const T* buf, int pitch, int
 // outside it are skipped (the fused kernels keep Y_1 over the inner region only), without it Y_1
 // covers every block (b0 = 0). With `copy` the pixels also go to the float tile (rows xw apart):
 // every block's (np x xh rows), or with kInner the inner blocks' (np x 2 qh rows).
-template <typename T, bool kInner = false, typename Tll = float>
+// kOnePass: at most one block per thread (for_thread_jobs; a fixed tile).
+template <typename T, bool kInner = false, typename Tll = float, bool kOnePass = false>
 __device__ __forceinline__ void haar2_pass_from_tile(const T* buf, int pitch, int off, bool copy, float* xs, int xh,
                                                      int xw, float* ys, int qh, int qw, int b0, float* y2s, int eh2,
                                                      int ew2, int np, const TileDivmod& plane,
                                                      const TileDivmod& row) {
-  for (int e = threadIdx.x; e < np * eh2 * ew2; e += blockDim.x) {
+  for_thread_jobs<kOnePass>(np * eh2 * ew2, [&](int e) {
     const Pos3 q = split3(e, plane, row);
     const T* src = buf + (q.p * xh + 4 * q.y) * pitch + off + 4 * q.x;
     const int by = q.y - b0, bx = q.x - b0;
@@ -668,7 +681,7 @@ __device__ __forceinline__ void haar2_pass_from_tile(const T* buf, int pitch, in
     haar4(ll(z[0][0][0]), ll(z[0][1][0]), ll(z[1][0][0]), ll(z[1][1][0]), y2);
 #pragma unroll
     for (int t = 0; t < 4; ++t) y2s[(q.p * 4 + t) * eh2 * ew2 + q.y * ew2 + q.x] = y2[t];
-  }
+  });
 }
 
 struct TileGeom {
@@ -868,14 +881,16 @@ __device__ __forceinline__ float first_residual(const float* grid, const ItemPos
 // residual grid (h1 x w1, plane p at res0 + p * res_pstride, origin (oy, ox)) is read before the
 // convolution so its latency hides behind the arithmetic; a warp's jobs share one subband
 // whenever cols * strips >= 32, so the LL-only branch does not diverge.
-template <int K, int R, int NC, bool kFull = false, typename Tres, typename Div>
+// kFull, kOnePass: a fixed tile's phase, every strip full (conv_pair_strip) and at most one job
+// per thread (for_thread_jobs).
+template <int K, int R, int NC, bool kFull = false, bool kOnePass = false, typename Tres, typename Div>
 __device__ __forceinline__ void subband_conv_phase(int jobs, const Div& cols, const Div& strips,
                                                    int out_rows, int out_cols, const float* w, const float* src,
                                                    int src_plane, int src_pitch, int src_rows, float* dst,
                                                    const Tres* res0, int64_t res_pstride, int nb, int oy, int ox,
                                                    int h1, int w1) {
   static_assert(NC == 1 || NC == 2, "one or two columns per job");
-  for (int e = threadIdx.x; e < jobs; e += blockDim.x) {
+  for_thread_jobs<kOnePass>(jobs, [&](int e) {
     const StripJob j = strip_job(e, cols, strips, R);
     const int col = j.col * NC;
     const int p = j.slot >> 2, t = j.slot & 3, qx = ox + col;
@@ -916,7 +931,7 @@ __device__ __forceinline__ void subband_conv_phase(int jobs, const Div& cols, co
         dst[(j.slot * out_rows + iy) * out_cols + col + u] = acc[o][u];
       }
     }
-  }
+  });
 }
 
 }  // namespace wtconv_detail

@@ -37,6 +37,11 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
   // kFixed strips are all full (conv_pair_strip's kFull): the output, level-1 and level-2 rows
   // (th, th / 2, th / 4) are whole 4-row strips, each with its k - 1 halo rows in the tiles.
   static_assert(!kFixed || kFusedFwdTileH % 16 == 0, "whole strips in every phase of the fixed tile");
+  // kFixed phases take at most one job per thread (for_thread_jobs<kFixed>): level-1 strips,
+  // base-conv strips (4 x 2 outputs each) and Haar blocks (4 x 4 pixels) of one plane.
+  static_assert(!kFixed || (kFusedFwdTileH * kFusedFwdTileW / 8 <= kBlockThreads &&
+                            (kFusedFwdTileH / 4 + K - 1) * (kFusedFwdTileW / 4 + K - 1) <= kBlockThreads),
+                "one job per thread in every phase of the fixed tile");
   extern __shared__ __align__(128) float smem[];
   const int k = K ? K : a.k, r = k / 2, kk = k * k, s = kFuse2 ? 1 : a.stride;  // fused: stride 1
   const int c = blockIdx.x / a.g.splits, split = blockIdx.x % a.g.splits;
@@ -136,8 +141,8 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
       // L2 meanwhile). Then Y_2 from its 4 x 4 pixel blocks, and Y_1 and the float pixels from the
       // inner ones (block g2 / 2 on; the box origin is 16-byte aligned, offset 0).
       mbarrier_wait(bars, uint32_t(iteration) & 1u);
-      haar2_pass_from_tile<T, true>(reinterpret_cast<const T*>(tbuf), xp, 0, true, xs, xh, fw, ys, yh, yw, g2 / 2,
-                                    y2s, eh2, ew2, np, fplane, frow);
+      haar2_pass_from_tile<T, true, float, kFixed>(reinterpret_cast<const T*>(tbuf), xp, 0, true, xs, xh, fw, ys, yh,
+                                                   yw, g2 / 2, y2s, eh2, ew2, np, fplane, frow);
     } else if constexpr (kTma) {
       // Buffer iteration % 2 holds this item; the other one, free since the barrier above, takes
       // the next item's tile while this one is computed.
@@ -197,11 +202,12 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
       const float* res0 = a.rin ? a.rin + (int64_t(pos.b0) * a.C + c) * a.h1 * a.w1g : nullptr;
       const int64_t res_pstride = int64_t(a.C) * a.h1 * a.w1g;
       if constexpr (kFuse2) {  // level 1 and level 2; R_1 joins Z_1 below
-        subband_conv_phase<K, 4, 2, kFixed>(np * 4 * int(qstrips4.divisor) * (qiw / 2), qcols2, qstrips4, qih,
-                                            qiw, w1s, ys, yh * yw, yw, yh, zs, (const float*)nullptr, 0, 0, 0, 0, 0, 0);
-        subband_conv_phase<K, 4, 2, kFixed>(np * 4 * int(l2strips.divisor) * int(l2cols.divisor), l2cols,
-                                            l2strips, th2, tw2, w2s, y2s, eh2 * ew2, ew2, eh2, z2s,
-                                            (const float*)nullptr, 0, 0, 0, 0, 0, 0);
+        subband_conv_phase<K, 4, 2, kFixed, kFixed>(np * 4 * int(qstrips4.divisor) * (qiw / 2), qcols2, qstrips4,
+                                                    qih, qiw, w1s, ys, yh * yw, yw, yh, zs, (const float*)nullptr,
+                                                    0, 0, 0, 0, 0, 0);
+        subband_conv_phase<K, 4, 2, kFixed, kFixed>(np * 4 * int(l2strips.divisor) * int(l2cols.divisor), l2cols,
+                                                    l2strips, th2, tw2, w2s, y2s, eh2 * ew2, ew2, eh2, z2s,
+                                                    (const float*)nullptr, 0, 0, 0, 0, 0, 0);
       } else if (a.pair_sub)  // two columns per job (qiw even)
         subband_conv_phase<K, 4, 2>(np * 4 * int(qstrips4.divisor) * (qiw / 2), qcols2, qstrips4, qih, qiw,
                                     w1s, ys, qh * qw, qw, qh, zs, res0, res_pstride, a.B - pos.b0, qay, qax, a.h1,
@@ -234,10 +240,10 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
       auto base_conv = [&](auto rows_tag, auto cols_tag, const TileDivmod& cols, const TileDivmod& strips) {
         constexpr int R = decltype(rows_tag)::value, NC = decltype(cols_tag)::value, KS = K ? K : 1;
         const int jobs = np * int(strips.divisor) * int(cols.divisor);
-        for (int e = threadIdx.x; e < jobs; e += blockDim.x) {
+        for_thread_jobs<kFixed>(jobs, [&](int e) {
           const StripJob j = strip_job(e, cols, strips, R);  // slot = p
           const int p = j.slot, b = pos.b0 + p, ox = pos.x0 + j.col * NC, oy0 = pos.y0 + j.row0;
-          if (b >= a.B || ox >= a.Wo || oy0 >= a.Ho) continue;
+          if (b >= a.B || ox >= a.Wo || oy0 >= a.Ho) return;
           const int row = oy0 - r - x0y - fo;
           const float* src = xs + p * fh * fw + row * fw + (ox - r - x0x - fo);  // tile column j.col * NC + r
           float acc[R][NC];
@@ -309,7 +315,7 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
               }
             }
           }
-        }
+        });
       };
       using I1 = std::integral_constant<int, 1>;
       using I2 = std::integral_constant<int, 2>;
