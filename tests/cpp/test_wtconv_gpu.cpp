@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cpu/wtconv_reference.h"
+#include "cuda/wtconv/wtconv_plan.h"
 #include "winconv/wtconv.h"
 
 namespace winconv {
@@ -185,6 +186,34 @@ TEST(WtconvGpu, LevelTwoReadsActivations) {
     run_case(1, 2, 13, 16, 3, 2, 1, prec, false, 300 + i++);
     run_case(2, 2, 9, 11, 7, 2, 1, prec, true, 300 + i++);
     run_case(1, 2, 12, 20, 9, 2, 2, prec, true, 300 + i++);
+  }
+}
+
+// The fused kernels' compile-time tile instances (L = 2, k = 5, stride 1, planes that take the
+// 32 x 64 forward and 16 x 32 backward tiles): every phase full and one job per thread in the
+// tile, so planes that end inside a tile (37 x 80, 67 x 100) must still come out right, as must
+// planes of whole tiles (64 x 128). Small enough for compute-sanitizer (scripts/gpu-check).
+TEST(WtconvGpu, FusedFixedTiles) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
+  struct Case { int H, W; Precision prec; };
+  const Case cases[] = {{37, 80, Precision::kFP32}, {37, 80, Precision::kFP16}, {37, 80, Precision::kBF16},
+                        {67, 100, Precision::kFP32}, {64, 128, Precision::kFP32}, {64, 128, Precision::kBF16}};
+  int seed = 500;
+  for (const Case& c : cases) {
+    WtconvProblem p;
+    p.batch = 2; p.channels = 2; p.height = c.H; p.width = c.W; p.kernel_size = 5; p.levels = 2; p.stride = 1;
+    p.precision = c.prec;
+    const wtconv_detail::WtconvPlan plan = wtconv_detail::make_wtconv_plan(p);
+    SCOPED_TRACE(testing::Message() << c.H << "x" << c.W << " prec " << int(c.prec));
+    // The plan takes the fixed tiles, fused (the case covers those instances).
+    EXPECT_GT(plan.fwd_fused_smem, 0u);
+    EXPECT_GT(plan.bwd_fused_smem, 0u);
+    EXPECT_EQ(plan.fwd_base.th, wtconv_detail::kFusedFwdTileH);
+    EXPECT_EQ(plan.fwd_base.tw, wtconv_detail::kFusedFwdTileW);
+    EXPECT_EQ(plan.bwd_base.th, wtconv_detail::kFusedBwdTileH);
+    EXPECT_EQ(plan.bwd_base.tw, wtconv_detail::kFusedBwdTileW);
+    run_case(2, 2, c.H, c.W, 5, 2, 1, c.prec, seed % 2 == 0, seed);
+    ++seed;
   }
 }
 
