@@ -40,8 +40,9 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
   static_assert(!kFixed || kFusedBwdTileH % 8 == 0, "whole strips in every phase of the fixed tile");
   // kFixed phases take at most one job per thread: level-1 strips (4 x 2 coefficients each), dx
   // strips (4 x 2 pixels) and Haar blocks (4 x 4 pixels) of one plane. The fp32 instance runs
-  // them without job loops (kOnePass, for_thread_jobs); in the 16-bit one that spilled ~100 bytes
-  // and made its steps 5% slower (docs/wtconv.md, perf note 37).
+  // them all without job loops (kOnePass, for_thread_jobs); the 16-bit one only its Haar passes:
+  // with every phase it spilled ~100 bytes and its steps ran 5% slower (docs/wtconv.md, perf
+  // note 37).
   static_assert(!kFixed || (4 * kFusedBwdTileH * kFusedBwdTileW / 8 <= kBlockThreads &&
                             (kFusedBwdTileH / 2 + K - 1) * (kFusedBwdTileW / 2 + K - 1) <= kBlockThreads),
                 "one job per thread in every phase of the fixed tile");
@@ -218,11 +219,11 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
         // G_1's region: the dy pass writes G_1 only after the barrier.
         const T* xbox = reinterpret_cast<const T*>(sbase + fl.xbox);
         const T* dbox = reinterpret_cast<const T*>(sbase + fl.dbox);
-        haar2_pass_from_tile<T, true, T, kOnePass>(xbox, fl.box_pitch, 0, true, xs, fl.box_rows, pw, ys, eh, ew,
+        haar2_pass_from_tile<T, true, T, kFixed>(xbox, fl.box_pitch, 0, true, xs, fl.box_rows, pw, ys, eh, ew,
                                                    r / 2, y2s, eh2, ew2, np, fplane, frow);
         __syncthreads();
         mbarrier_wait(bar + 1, parity);
-        haar2_pass_from_tile<T, true, T, kOnePass>(dbox, fl.box_pitch, 0, true, ds, fl.box_rows, pw, gs, eh, ew,
+        haar2_pass_from_tile<T, true, T, kFixed>(dbox, fl.box_pitch, 0, true, ds, fl.box_rows, pw, gs, eh, ew,
                                                    r / 2, g2s, eh2, ew2, np, fplane, frow);
       } else if constexpr (kFuse2) {  // Y_1, G_1 over the inner region (from block r / 2 on), Y_2 and G_2
         haar2_pass_from_tile<float, true, float, kOnePass>(xs, pw, 0, false, xs, ph, pw, ys, eh, ew, r / 2, y2s,
