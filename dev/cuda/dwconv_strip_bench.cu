@@ -14,10 +14,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <random>
 #include <vector>
 
+#include "strip_bench_common.cuh"
+
 namespace {
+
+using strip_bench::Result;
 
 constexpr int K = 5, HALO = K - 1;
 // Filters per plane, each a full pass of strips over the staged tile (y = sum of the REPS convs):
@@ -25,15 +28,6 @@ constexpr int K = 5, HALO = K - 1;
 // measured here is the convolution's issue rate, as in the WTConv kernels, which convolve each
 // staged tile 2.25 times (base, level 1, level 2) and correlate it as often.
 constexpr int REPS = 8, FS = (K * K + 3) / 4 * 4;
-
-#define CHECK(x)                                                                         \
-  do {                                                                                   \
-    cudaError_t e_ = (x);                                                                \
-    if (e_ != cudaSuccess) {                                                             \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                      \
-    }                                                                                    \
-  } while (0)
 
 // One input row's NC + K - 1 floats at p, which sits 2 floats past a 16-byte boundary (the
 // tile's columns start 4 pixels left of the tile, so that it stages with aligned 16-byte loads,
@@ -144,35 +138,24 @@ __global__ void __launch_bounds__(THREADS, MINB)
   }
 }
 
-struct Result {
-  const char* name;
-  double ms, tflops, err;
-  int regs, blocks_per_sm;
-};
-
 template <int R, int NC, int TH, int TW, int THREADS, int MINB>
 Result run(const char* name, const float* dx, const float* dw, float* dy, int planes, int H, int W,
            const std::vector<float>& hx, const std::vector<float>& hw) {
   auto kernel = dwconv_kernel<R, NC, TH, TW, THREADS, MINB>;
-  cudaFuncAttributes attr{};
-  CHECK(cudaFuncGetAttributes(&attr, kernel));
-  int bps = 0, sms = 0;
-  CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, kernel, THREADS, 0));
-  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  const int tiles = ((H + TH - 1) / TH) * ((W + TW - 1) / TW);
-  // Enough blocks for every resident slot, at most one per tile of a plane.
-  const int splits = std::max(1, std::min(tiles, (sms * bps + planes - 1) / planes));
-  const unsigned blocks = unsigned(planes) * splits;
+  const strip_bench::Geometry g =
+      strip_bench::geometry(kernel, THREADS, planes, ((H + TH - 1) / TH) * ((W + TW - 1) / TW));
+  const int splits = g.splits;
+  const unsigned blocks = g.blocks;
   const size_t n = size_t(planes) * H * W;
-  CHECK(cudaMemset(dy, 0xff, n * 4));  // NaN
+  STRIP_BENCH_CHECK(cudaMemset(dy, 0xff, n * 4));  // NaN
   kernel<<<blocks, THREADS>>>(dx, dw, dy, planes, H, W, splits);
-  CHECK(cudaGetLastError());
-  CHECK(cudaDeviceSynchronize());
+  STRIP_BENCH_CHECK(cudaGetLastError());
+  STRIP_BENCH_CHECK(cudaDeviceSynchronize());
   // Check three planes (first, middle, last) against float64.
   double num = 0, den = 0;
   std::vector<float> out(size_t(H) * W);
   for (int p : {0, planes / 2, planes - 1}) {
-    CHECK(cudaMemcpy(out.data(), dy + size_t(p) * H * W, out.size() * 4, cudaMemcpyDeviceToHost));
+    STRIP_BENCH_CHECK(cudaMemcpy(out.data(), dy + size_t(p) * H * W, out.size() * 4, cudaMemcpyDeviceToHost));
     for (int yy = 0; yy < H; ++yy)
       for (int xx = 0; xx < W; ++xx) {
         double s = 0;
@@ -188,45 +171,21 @@ Result run(const char* name, const float* dx, const float* dw, float* dy, int pl
         den += s * s;
       }
   }
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
-  std::vector<float> times;
-  for (int rep = 0; rep < 9; ++rep) {
-    CHECK(cudaEventRecord(a));
-    kernel<<<blocks, THREADS>>>(dx, dw, dy, planes, H, W, splits);
-    CHECK(cudaEventRecord(b));
-    CHECK(cudaEventSynchronize(b));
-    float ms = 0;
-    CHECK(cudaEventElapsedTime(&ms, a, b));
-    times.push_back(ms);
-  }
-  std::sort(times.begin(), times.end());
-  const double ms = times[times.size() / 2];
-  return {name, ms, 2.0 * REPS * K * K * double(n) / (ms * 1e-3) / 1e12, std::sqrt(num / den), attr.numRegs, bps};
+  const double ms = strip_bench::median_ms([&] { kernel<<<blocks, THREADS>>>(dx, dw, dy, planes, H, W, splits); });
+  const double flops = 2.0 * REPS * K * K * double(n);
+  return {name, ms, flops / (ms * 1e-3) / 1e12, std::sqrt(num / den), g.regs, g.blocks_per_sm};
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int planes = argc > 1 ? std::atoi(argv[1]) : 2048;
-  const int H = argc > 2 ? std::atoi(argv[2]) : 512, W = argc > 3 ? std::atoi(argv[3]) : 512;
-  if (planes < 1 || H < 1 || W < 1 || W % 4 != 0) {
-    std::fprintf(stderr, "usage: %s [planes [H [W]]] (all >= 1, W a multiple of 4)\n", argv[0]);
-    return 2;
-  }
+  int planes = 0, H = 0, W = 0;
+  if (!strip_bench::parse_shape(argc, argv, 4, &planes, &H, &W)) return 2;
   const size_t n = size_t(planes) * H * W;
-  std::vector<float> hx(n), hw(size_t(planes) * REPS * K * K);
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  for (float& v : hx) v = dist(rng);
-  for (float& v : hw) v = dist(rng);
   float *dx, *dw, *dy;
-  CHECK(cudaMalloc(&dx, n * 4));
-  CHECK(cudaMalloc(&dw, hw.size() * 4));
-  CHECK(cudaMalloc(&dy, n * 4));
-  CHECK(cudaMemcpy(dx, hx.data(), n * 4, cudaMemcpyHostToDevice));
-  CHECK(cudaMemcpy(dw, hw.data(), hw.size() * 4, cudaMemcpyHostToDevice));
+  const std::vector<float> hx = strip_bench::random_floats(n, 7, &dx);
+  const std::vector<float> hw = strip_bench::random_floats(size_t(planes) * REPS * K * K, 8, &dw);
+  STRIP_BENCH_CHECK(cudaMalloc(&dy, n * 4));
   std::vector<Result> rs;
   // The WTConv base kernels' block today: 4 x 2 strips, 32 x 64 tiles, 256 threads, 4 blocks.
   rs.push_back(run<4, 2, 32, 64, 256, 4>("R4 NC2 32x64 256t", dx, dw, dy, planes, H, W, hx, hw));
@@ -239,15 +198,9 @@ int main(int argc, char** argv) {
   rs.push_back(run<16, 4, 64, 64, 64, 8>("R16 NC4 64x64 64t", dx, dw, dy, planes, H, W, hx, hw));
   std::printf("depthwise 5x5 fp32, %d planes of %d x %d, %d filters each (%.3g GFLOP)\n", planes, H, W, REPS,
               2.0 * REPS * K * K * n / 1e9);
-  std::printf("%-22s %8s %8s %6s %6s %9s\n", "variant", "ms", "TFLOPS", "regs", "blk/SM", "rel_err");
-  int bad = 0;
-  for (const Result& r : rs) {
-    std::printf("%-22s %8.3f %8.2f %6d %6d %9.2e\n", r.name, r.ms, r.tflops, r.regs, r.blocks_per_sm, r.err);
-    if (!(r.err <= 1e-5)) ++bad;
-  }
+  const int bad = strip_bench::print_results(rs, 1e-5);
   cudaFree(dx);
   cudaFree(dw);
   cudaFree(dy);
-  if (bad) std::fprintf(stderr, "%d variant(s) failed the float64 check\n", bad);
   return bad ? 1 : 0;
 }

@@ -1,0 +1,179 @@
+// Weight-gradient correlation of a depthwise 5 x 5 fp32 convolution, alone, by register block:
+// C[i][j] = sum over a plane of g[y][x] * x[y + i - 2][x + j - 2] (zero padded), the loop that is
+// most of the WTConv backward's FMAs. A thread owns C kernel rows and M g rows at a time; per four
+// positions it loads one 16-byte quad of each of its M g rows and of the M + C - 1 x rows they
+// meet, for 20 M C multiply-adds (the kernels today: C = M = 1). How close each gets to the FP32
+// FMA rate bounds what larger correlation tiles can give (docs/wtconv.md, perf note 38); not part
+// of the library.
+//   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a --resource-usage \
+//     dev/cuda/corr_strip_bench.cu -o corr_strip_bench
+//   ./corr_strip_bench [planes [H [W]]]     (default: big_L2's 2048 planes of 512 x 512)
+// Checked against float64 on three planes; timed as the median of 9 CUDA-event runs. Each staged
+// tile is correlated REPS times (rows reloaded every pass), so that the issue rate rather than
+// HBM decides; FLOPs: 2 per multiply-add.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "strip_bench_common.cuh"
+
+namespace {
+
+using strip_bench::Result;
+
+constexpr int K = 5, REPS = 8;
+
+__device__ __forceinline__ float4 lds4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+
+// Tiles of TH x TW g values (and TH + 4 x TW + 4 x values, column c at x0 - 2 + c) of one plane per
+// item; a block's tiles are those of plane blockIdx.x / splits, strided by splits. Each block
+// writes its 25 sums (fixed order) to partial[blockIdx.x].
+template <int C, int M, int TH, int TW, int MINB>
+__global__ void __launch_bounds__((K / C) * (TH / M), MINB)
+    corr_kernel(const float* __restrict__ x, const float* __restrict__ g, float* __restrict__ partial, int planes,
+                int H, int W, int splits) {
+  static_assert(K % C == 0 && TH % M == 0 && TW % 4 == 0, "whole groups");
+  // Pitches (floats) of 4 mod 32: the 16-byte loads of eight threads on eight consecutive rows
+  // (a wavefront) then fall on distinct banks.
+  constexpr int THREADS = (K / C) * (TH / M), XP = (TW + 8 + 27) / 32 * 32 + 4, GP = (TW + 27) / 32 * 32 + 4;
+  // The x and g tiles; the block's sums reuse them at the end.
+  constexpr int kTiles = (TH + K - 1) * XP + TH * GP;
+  static_assert(THREADS * C * K <= kTiles, "the sums fit in the tiles");
+  __shared__ __align__(16) float smem[kTiles];
+  float* const xt = smem;
+  float* const gt = smem + (TH + K - 1) * XP;
+  float* const red = smem;
+  const int plane = blockIdx.x / splits, split = blockIdx.x % splits;
+  const int kg = threadIdx.x % (K / C), rg = threadIdx.x / (K / C);  // kernel rows kg C.., g rows rg M..
+  const int tiles_x = (W + TW - 1) / TW, tiles = ((H + TH - 1) / TH) * tiles_x;
+  const float* xp = x + size_t(plane) * H * W;
+  const float* gp = g + size_t(plane) * H * W;
+  float acc[C][K];
+#pragma unroll
+  for (int c = 0; c < C; ++c)
+#pragma unroll
+    for (int j = 0; j < K; ++j) acc[c][j] = 0.f;
+  for (int t = split; t < tiles; t += splits) {
+    const int y0 = (t / tiles_x) * TH, x0 = (t % tiles_x) * TW;
+    __syncthreads();
+    for (int e = threadIdx.x; e < (TH + K - 1) * (TW + 4); e += THREADS) {
+      const int r = e / (TW + 4), c = e % (TW + 4), gy = y0 + r - K / 2, gx = x0 + c - K / 2;
+      xt[r * XP + c] = (gy >= 0 && gy < H && gx >= 0 && gx < W) ? xp[size_t(gy) * W + gx] : 0.f;
+    }
+    for (int e = threadIdx.x; e < TH * TW; e += THREADS) {
+      const int r = e / TW, c = e % TW, gy = y0 + r, gx = x0 + c;
+      gt[r * GP + c] = (gy < H && gx < W) ? gp[size_t(gy) * W + gx] : 0.f;
+    }
+    for (int e = threadIdx.x; e < (TH + K - 1) * 4; e += THREADS) xt[(e / 4) * XP + TW + 4 + e % 4] = 0.f;  // read, unused
+    __syncthreads();
+    int off = 0;
+#pragma unroll 1
+    for (int rep = 0; rep < REPS; ++rep) {
+      asm volatile("" : "+r"(off));  // rows reloaded in every pass, as the kernels' phases do
+      const float* xr = xt + off + (rg * M + kg * C) * XP;  // x row of g row rg M and kernel row kg C
+      const float* gr = gt + off + rg * M * GP;
+      float4 prev[M + C - 1];
+#pragma unroll
+      for (int q = 0; q < M + C - 1; ++q) prev[q] = lds4(xr + q * XP);
+#pragma unroll 4
+      for (int x4 = 0; x4 < TW; x4 += 4) {
+        float4 nx[M + C - 1], gq[M];
+#pragma unroll
+        for (int q = 0; q < M + C - 1; ++q) nx[q] = lds4(xr + q * XP + x4 + 4);
+#pragma unroll
+        for (int m = 0; m < M; ++m) gq[m] = lds4(gr + m * GP + x4);
+#pragma unroll
+        for (int m = 0; m < M; ++m)
+#pragma unroll
+          for (int c = 0; c < C; ++c) {
+            const float4 a = prev[m + c], b = nx[m + c];
+            const float w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+            const float gv[4] = {gq[m].x, gq[m].y, gq[m].z, gq[m].w};
+#pragma unroll
+            for (int v = 0; v < 4; ++v)
+#pragma unroll
+              for (int j = 0; j < K; ++j) acc[c][j] = fmaf(gv[v], w[v + j], acc[c][j]);
+          }
+#pragma unroll
+        for (int q = 0; q < M + C - 1; ++q) prev[q] = nx[q];
+      }
+    }
+  }
+  __syncthreads();  // the tiles are free
+#pragma unroll
+  for (int c = 0; c < C; ++c)
+#pragma unroll
+    for (int j = 0; j < K; ++j) red[(threadIdx.x * C + c) * K + j] = acc[c][j];
+  __syncthreads();
+  if (threadIdx.x < K * K) {  // entry (i, j): kernel row i lives in group i / C, slot i % C
+    const int i = threadIdx.x / K, j = threadIdx.x % K;
+    float s = 0.f;
+    for (int r = 0; r < TH / M; ++r) s += red[((r * (K / C) + i / C) * C + i % C) * K + j];
+    partial[size_t(blockIdx.x) * K * K + threadIdx.x] = s;
+  }
+}
+
+template <int C, int M, int TH, int TW, int MINB>
+Result run(const char* name, const float* dx, const float* dg, float* dpart, int planes, int H, int W,
+           const std::vector<float>& hx, const std::vector<float>& hg) {
+  constexpr int THREADS = (K / C) * (TH / M);
+  auto kernel = corr_kernel<C, M, TH, TW, MINB>;
+  const strip_bench::Geometry geo =
+      strip_bench::geometry(kernel, THREADS, planes, ((H + TH - 1) / TH) * ((W + TW - 1) / TW));
+  const int splits = geo.splits;
+  const unsigned blocks = geo.blocks;
+  STRIP_BENCH_CHECK(cudaMemset(dpart, 0xff, size_t(blocks) * K * K * 4));  // NaN
+  kernel<<<blocks, THREADS>>>(dx, dg, dpart, planes, H, W, splits);
+  STRIP_BENCH_CHECK(cudaGetLastError());
+  STRIP_BENCH_CHECK(cudaDeviceSynchronize());
+  std::vector<float> part(size_t(blocks) * K * K);
+  STRIP_BENCH_CHECK(cudaMemcpy(part.data(), dpart, part.size() * 4, cudaMemcpyDeviceToHost));
+  double num = 0, den = 0;
+  for (int p : {0, planes / 2, planes - 1})
+    for (int i = 0; i < K; ++i)
+      for (int j = 0; j < K; ++j) {
+        double ref = 0, got = 0;
+        for (int yy = 0; yy < H; ++yy)
+          for (int xx = 0; xx < W; ++xx) {
+            const int sy = yy + i - K / 2, sx = xx + j - K / 2;
+            if (sy >= 0 && sy < H && sx >= 0 && sx < W)
+              ref += double(hg[size_t(p) * H * W + size_t(yy) * W + xx]) * hx[size_t(p) * H * W + size_t(sy) * W + sx];
+          }
+        ref *= REPS;
+        for (int s = 0; s < splits; ++s) got += part[(size_t(p) * splits + s) * K * K + i * K + j];
+        num += std::isfinite(got) ? (got - ref) * (got - ref) : 1e300;
+        den += ref * ref;
+      }
+  const double ms = strip_bench::median_ms([&] { kernel<<<blocks, THREADS>>>(dx, dg, dpart, planes, H, W, splits); });
+  const double flops = 2.0 * REPS * K * K * double(planes) * H * W;
+  return {name, ms, flops / (ms * 1e-3) / 1e12, std::sqrt(num / den), geo.regs, geo.blocks_per_sm};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int planes = 0, H = 0, W = 0;
+  if (!strip_bench::parse_shape(argc, argv, 1, &planes, &H, &W)) return 2;
+  const size_t n = size_t(planes) * H * W;
+  float *dx, *dg, *dpart;
+  const std::vector<float> hx = strip_bench::random_floats(n, 11, &dx), hg = strip_bench::random_floats(n, 12, &dg);
+  STRIP_BENCH_CHECK(cudaMalloc(&dpart, size_t(planes) * 1024 * K * K * 4));  // up to 1024 splits per plane
+  std::vector<Result> rs;
+  // C kernel rows x M g rows per thread; threads = 5 / C x TH / M.
+  rs.push_back(run<1, 1, 32, 64, 6>("C1 M1 32x64 160t", dx, dg, dpart, planes, H, W, hx, hg));  // today's
+  rs.push_back(run<1, 2, 64, 32, 6>("C1 M2 64x32 160t", dx, dg, dpart, planes, H, W, hx, hg));
+  rs.push_back(run<5, 1, 96, 32, 5>("C5 M1 96x32 96t", dx, dg, dpart, planes, H, W, hx, hg));
+  rs.push_back(run<5, 2, 96, 32, 5>("C5 M2 96x32 48t", dx, dg, dpart, planes, H, W, hx, hg));
+  rs.push_back(run<5, 1, 64, 64, 5>("C5 M1 64x64 64t", dx, dg, dpart, planes, H, W, hx, hg));
+  std::printf("5x5 weight-gradient correlation fp32, %d planes of %d x %d, %d passes per tile (%.3g GFLOP)\n",
+              planes, H, W, REPS, 2.0 * REPS * K * K * n / 1e9);
+  const int bad = strip_bench::print_results(rs, 1e-4);  // float sums of ~2e6 products per entry
+  cudaFree(dx);
+  cudaFree(dg);
+  cudaFree(dpart);
+  return bad ? 1 : 0;
+}
