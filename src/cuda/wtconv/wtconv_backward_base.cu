@@ -55,7 +55,9 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
   const int th = kFixed ? kFusedBwdTileH : a.g.th, tw = kFixed ? kFusedBwdTileW : a.g.tw, np = kFixed ? 1 : a.g.np;
   const int eh = th + 2 * r, ew = tw + 2 * r, plane = eh * ew;
   const int gp = kFuse2 && !kCopy ? 2 * r : 0;  // fused fp32: level 2's halo around the pixel tile
-  const int pw = kFixed ? bwd_fused_layout(k, th, tw, np, int(sizeof(T))).pitch : a.pitch;  // (>= 2 ew, plan)
+  // The fused layout (bwd_fused_layout; constants in the fixed-tile instance).
+  const BwdFusedLayout fl = kFuse2 ? bwd_fused_layout(k, th, tw, np, int(sizeof(T))) : BwdFusedLayout{};
+  const int pw = kFixed ? fl.pitch : a.pitch;  // (>= 2 ew, plan)
   const int ph = 2 * eh + 2 * gp, pplane = ph * pw;  // pixel tile rows
   const int th2 = th / 2, tw2 = tw / 2, eh2 = th2 + 2 * r, ew2 = tw2 + 2 * r;  // level 2 (fused only)
   // Job divisors: the launcher's, or (kFixed) the same values as constants.
@@ -78,11 +80,9 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
   // TMA (bwd_base_tma_layout, bwd_fused_layout): the boxes land in xs and ds, moved to 128-byte
   // boundaries; the mbarrier sits behind everything else.
   BwdBaseTmaLayout tl;
-  BwdFusedLayout fl;
   unsigned char* const sbase = reinterpret_cast<unsigned char*>(smem);
   float* ys = ds + np * pplane;       // np x 4 x plane
   if constexpr (kFuse2) {
-    fl = bwd_fused_layout(k, th, tw, np, int(sizeof(T)));
     xs = reinterpret_cast<float*>(sbase + fl.xs);
     ds = reinterpret_cast<float*>(sbase + fl.ds);
     ys = reinterpret_cast<float*>(sbase + fl.ys);

@@ -92,16 +92,24 @@ __host__ __device__ __forceinline__ float conv_window(const float* w, const floa
 // chunks fully unrolled (f's ring indices, u modulo a ring length, are compile-time constants),
 // then the last partial chunk as the same unrolled code left early rather than a shifting loop.
 // x is the chunk base f reads (captured by reference); it ends at the last chunk's start.
-template <int CH, int STEP, typename F>
+// kWhole: the caller promises n % CH == 0, so there is no partial chunk to compile.
+template <int CH, int STEP, bool kWhole = false, typename F>
 __host__ __device__ __forceinline__ void unrolled_chunks(int& x, int n, F&& f) {
-  for (; x + CH <= n; x += CH) {
+  if constexpr (kWhole) {
+    for (; x < n; x += CH) {
 #pragma unroll
-    for (int u = 0; u < CH; u += STEP) f(u);
-  }
+      for (int u = 0; u < CH; u += STEP) f(u);
+    }
+  } else {
+    for (; x + CH <= n; x += CH) {
 #pragma unroll
-  for (int u = 0; u < CH; u += STEP) {
-    if (x + u >= n) break;
-    f(u);
+      for (int u = 0; u < CH; u += STEP) f(u);
+    }
+#pragma unroll
+    for (int u = 0; u < CH; u += STEP) {
+      if (x + u >= n) break;
+      f(u);
+    }
   }
 }
 
@@ -222,14 +230,7 @@ __host__ __device__ __forceinline__ void corr_row_quads(float* acc, const float*
       for (int j = 0; j < K; ++j) acc[j] = fmaf(wy[(u + v + j + kOy) % RY], gv, acc[j]);
     }
   };
-  if constexpr (kWhole) {
-    for (; x < n; x += CH) {
-#pragma unroll
-      for (int u = 0; u < CH; u += 4) step(u);
-    }
-  } else {
-    unrolled_chunks<CH, 4>(x, n, step);
-  }
+  unrolled_chunks<CH, 4, kWhole>(x, n, step);
 }
 
 // corr_row, taking the quad path when the caller's block-uniform `quads` holds (a per-row test
@@ -250,8 +251,8 @@ __host__ __device__ __forceinline__ void corr_row_maybe_quads(bool quads, float*
 // tile) meet corr_row_quads' alignment for phases (oy, og).
 __host__ __device__ inline bool quad_corr_ok(const float* y0, int ypitch, int oy, const float* g0, int gpitch, int og,
                                             int n) {
-  const uintptr_t ya = reinterpret_cast<uintptr_t>(y0 - oy), ga = reinterpret_cast<uintptr_t>(g0 - og);
-  return n % 4 == 0 && ((ya | ga) & 15) == 0 && ypitch % 4 == 0 && gpitch % 4 == 0;
+  return quad_rows_aligned(reinterpret_cast<uintptr_t>(y0 - oy), ypitch, reinterpret_cast<uintptr_t>(g0 - og), gpitch,
+                           n);
 }
 
 // f(p, y) for the rows first, first + step, ... of np planes of `rows` rows each (row index

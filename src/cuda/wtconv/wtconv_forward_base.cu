@@ -341,13 +341,12 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
 }
 
 // Whether a fused forward takes the compile-time tile instance: its tile is kFusedFwdTileH x
-// kFusedFwdTileW with one plane per item, and the box pitch the kernel then derives (xw) is the
-// one prepare_forward_base set up.
+// kFusedFwdTileW with one plane per item, and the box pitch the kernel then derives (xw, which
+// fwd_fused_layout's xp always is) is the one prepare_forward_base set up.
 template <typename T>
 bool fwd_fused_fixed_tile(const FwdBaseArgs<T>& a) {
   if (a.g.th != kFusedFwdTileH || a.g.tw != kFusedFwdTileW || a.g.np != 1) return false;
-  const FwdFusedLayout l = fwd_fused_layout(a.k, a.g.th, a.g.tw, 1, int(sizeof(T)));
-  return a.xp == l.xp && l.xp == l.xw;
+  return a.xp == fwd_fused_layout(a.k, a.g.th, a.g.tw, 1, int(sizeof(T))).xp;
 }
 
 template <typename T>

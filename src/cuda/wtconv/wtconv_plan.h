@@ -146,6 +146,13 @@ WTCONV_HOST_DEVICE constexpr int corr_quad_chunk(int k, int oy, int og) {
   return (corr_quad_lead(k, oy) + 4) * (corr_quad_lead(1, og) + 4) /
          ring_gcd(corr_quad_lead(k, oy) + 4, corr_quad_lead(1, og) + 4);
 }
+// corr_row_quads' alignment for rows of n positions whose phase-0 floats (y - oy, g - og) sit at
+// byte addresses ya + i * 4 ypitch and ga + i * 4 gpitch: n a multiple of 4, every row 16-byte
+// aligned. The kernels test shared-memory pointers with it (quad_corr_ok), the plan a layout's
+// offsets from its 128-byte aligned base (bwd_fused_quads_ok).
+WTCONV_HOST_DEVICE inline bool quad_rows_aligned(uintptr_t ya, int ypitch, uintptr_t ga, int gpitch, int n) {
+  return n % 4 == 0 && ((ya | ga) & 15) == 0 && ypitch % 4 == 0 && gpitch % 4 == 0;
+}
 
 // Quad staging of the base kernels (W % 4 == 0): a tile row is read as 4-aligned quads from
 // origin & ~3, where origin is the tile's first x (even, possibly negative: the halo), so the
@@ -325,8 +332,8 @@ WTCONV_HOST_DEVICE inline BwdBaseTmaLayout bwd_base_tma_layout(int k, int th, in
 inline size_t bwd_base_tma_smem(const WtconvTile& t, int64_t W, int k, int s, int esize) {
   const int r = k / 2, ew = t.tw + 2 * r;
   const BwdBaseTmaLayout l = bwd_base_tma_layout(k, t.th, t.tw, t.np, t.pixel_pitch);
-  if (!specialised_kernel_size(k) || esize != 4 || s != 1 || W % 4 != 0 || t.tw % 2 != 0 || r % 2 != 0 || ew % 2 != 0 || t.pixel_pitch % 4 != 0 ||
-      t.pixel_pitch > 256 || l.ph > 256 || t.np > 256)
+  if (!specialised_kernel_size(k) || esize != 4 || s != 1 || W % 4 != 0 || t.tw % 2 != 0 || r % 2 != 0 ||
+      ew % 2 != 0 || t.pixel_pitch % 4 != 0 || t.pixel_pitch > 256 || l.ph > 256 || t.np > 256)
     return 0;
   if (!layout_keeps_blocks(l.bytes, t.smem, bwd_base_blocks_per_sm(k))) return 0;
   return l.bytes;
@@ -395,14 +402,17 @@ WTCONV_HOST_DEVICE inline BwdFusedLayout bwd_fused_layout(int k, int th, int tw,
 // rows of tw and tw / 2 positions a multiple of the chunk).
 inline bool bwd_fused_quads_ok(const BwdFusedLayout& l, int k, int th, int tw) {
   const int r = k / 2, eh = th + 2 * r, ew = tw + 2 * r, gp = l.copy ? 0 : 2 * r, pw = l.pitch;
-  const auto at16 = [](size_t region, int floats) { return (region + 4 * size_t(floats)) % 16 == 0; };
+  // The byte address, from the base, of float f of a region (the rows' phase-0 floats, as the
+  // kernel passes them to quad_corr_ok).
+  const auto at = [](size_t region, int f) { return uintptr_t(region + 4 * size_t(f)); };
   const int level_chunk = corr_quad_chunk(k, 0, r % 4);
-  const bool level = (eh * ew) % 4 == 0 && ew % 4 == 0 && tw % 4 == 0 && at16(l.ys, 0) && at16(l.gs, r - r % 4) &&
+  const bool level = (eh * ew) % 4 == 0 && quad_rows_aligned(at(l.ys, 0), ew, at(l.gs, r - r % 4), ew, tw) &&
                      tw % level_chunk == 0;
-  const bool base = (l.ph * pw) % 4 == 0 && pw % 4 == 0 && (2 * tw) % 4 == 0 &&
-                    at16(l.xs, gp * pw + gp + r - r % 4) && at16(l.ds, gp * pw + gp + 2 * r - (2 * r) % 4);
-  const bool level2 = (l.eh2 * l.ew2) % 4 == 0 && l.ew2 % 4 == 0 && l.tw2 % 4 == 0 && at16(l.y2s, 0) &&
-                      at16(l.g2s, r - r % 4) && l.tw2 % level_chunk == 0;
+  const bool base = (l.ph * pw) % 4 == 0 && quad_rows_aligned(at(l.xs, gp * pw + gp + r - r % 4), pw,
+                                                             at(l.ds, gp * pw + gp + 2 * r - (2 * r) % 4), pw, 2 * tw);
+  const bool level2 = (l.eh2 * l.ew2) % 4 == 0 &&
+                      quad_rows_aligned(at(l.y2s, 0), l.ew2, at(l.g2s, r - r % 4), l.ew2, l.tw2) &&
+                      l.tw2 % level_chunk == 0;
   return level && base && level2;
 }
 // Floats of the correlation partials of the fused backward (level 1, base, level 2: 12k jobs).
