@@ -196,6 +196,41 @@ void check_strips() {
   }
 }
 
+// Four-column strips (full strips only) against conv_window per output: from a 16-byte aligned
+// start (quads, then a pair where K + 3 is not a multiple of 4) and from 2 floats past one (a pair,
+// quads, then a pair).
+template <int K, int R>
+void check_quad_strips() {
+  constexpr int pitch = 4 * ((K + 3 + 4 + 3) / 4) + 4;  // a multiple of 4: every row 16-byte aligned
+  alignas(16) float tile[(R + K - 1) * pitch];
+  alignas(16) float w[K * K + 4];
+  const std::vector<float> t = random_floats(sizeof tile / sizeof(float), 11 * K + R);
+  const std::vector<float> wv = random_floats(K * K + 4, 13 * K + R);
+  std::memcpy(tile, t.data(), sizeof tile);
+  std::memcpy(w, wv.data(), sizeof w);
+  for (int start : {4, 2}) {
+    SCOPED_TRACE("K=" + std::to_string(K) + " R=" + std::to_string(R) + " start=" + std::to_string(start));
+    float acc[R][4];
+    for (auto& row : acc)
+      for (float& v : row) v = std::nanf("");
+    if (start == 4) conv_quad_strip<K, R, false>(w, tile + start, pitch, acc);
+    else conv_quad_strip<K, R, true>(w, tile + start, pitch, acc);
+    for (int o = 0; o < R; ++o)
+      for (int u = 0; u < 4; ++u) {
+        const float want = conv_window<K>(w, tile + o * pitch + start + u, pitch, K);
+        EXPECT_TRUE(same_bits(acc[o][u], want)) << "o=" << o << " u=" << u;
+      }
+  }
+}
+
+TEST(WtconvStripsHost, QuadStripsMatchTheWindowSumBitForBit) {
+  check_quad_strips<1, 4>();
+  check_quad_strips<3, 4>();
+  check_quad_strips<5, 4>();
+  check_quad_strips<5, 8>();
+  check_quad_strips<7, 4>();
+}
+
 TEST(WtconvStripsHost, ColumnAndPairStripsMatchTheWindowSumBitForBit) {
   check_strips<3, 4>();
   check_strips<3, 8>();

@@ -35,17 +35,19 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
     backward_base_kernel(const __grid_constant__ BwdBaseArgs<T> a) {
   static_assert(!kFuse2 || (kTma && K > 0), "the fused backward stages with TMA");
   static_assert(!kFixed || kFuse2, "the fixed tile is a fused instance");
-  // kFixed strips are all full (conv_pair_strip's kFull): the level-1, level-2 and pixel rows
-  // (th, th / 2, 2 th) are whole 4-row strips, each with its k - 1 halo rows in the tiles.
-  static_assert(!kFixed || kFusedBwdTileH % 8 == 0, "whole strips in every phase of the fixed tile");
-  // kFixed phases take at most one job per thread: level-1 strips (4 x 2 coefficients each), dx
-  // strips (4 x 2 pixels) and Haar blocks (4 x 4 pixels) of one plane. The fp32 instance runs
+  // kFixed strips are all full (conv_quad_strip, conv_pair_strip's kFull): the level-1 and pixel
+  // extents (th x tw, 2 th x 2 tw) are whole 4 x 4 strips and level 2's (th / 2 x tw / 2) whole
+  // 4 x 2 strips, each with its k - 1 halo rows and columns in the tiles.
+  static_assert(!kFixed || (kFusedBwdTileH % 8 == 0 && kFusedBwdTileW % 4 == 0),
+                "whole strips in every phase of the fixed tile");
+  // kFixed phases take at most one job per thread: level-1 strips (4 x 4 coefficients each) beside
+  // level-2 ones, dx strips (4 x 4 pixels) and Haar blocks (4 x 4 pixels) of one plane
+  // (static_asserts at each phase). The fp32 instance runs
   // them all without job loops (kOnePass, for_thread_jobs); the 16-bit one only its Haar passes:
   // with every phase it spilled ~100 bytes and its steps ran 5% slower (docs/wtconv.md, perf
   // note 37).
-  static_assert(!kFixed || (4 * kFusedBwdTileH * kFusedBwdTileW / 8 <= kBlockThreads &&
-                            (kFusedBwdTileH / 2 + K - 1) * (kFusedBwdTileW / 2 + K - 1) <= kBlockThreads),
-                "one job per thread in every phase of the fixed tile");
+  static_assert(!kFixed || (kFusedBwdTileH / 2 + K - 1) * (kFusedBwdTileW / 2 + K - 1) <= kBlockThreads,
+                "one Haar block per thread in the fixed tile");
   constexpr bool kCopy = kFuse2 && sizeof(T) != 4;
   constexpr bool kOnePass = kFixed && !kCopy;
   extern __shared__ __align__(128) float smem[];
@@ -60,13 +62,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
   const int pw = kFixed ? fl.pitch : a.pitch;  // (>= 2 ew, plan)
   const int ph = 2 * eh + 2 * gp, pplane = ph * pw;  // pixel tile rows
   const int th2 = th / 2, tw2 = tw / 2, eh2 = th2 + 2 * r, ew2 = tw2 + 2 * r;  // level 2 (fused only)
-  // Job divisors: the launcher's, or (kFixed) the same values as constants.
-  decltype(auto) qcols2 = fixed_or<kFixed>(a.qcols2, tw / 2);
-  decltype(auto) qstrips4 = fixed_or<kFixed>(a.qstrips4, (th + kStripRows - 1) / kStripRows);
-  decltype(auto) l2cols = fixed_or<kFixed>(a.l2cols, tw2 / 2);
-  decltype(auto) l2strips = fixed_or<kFixed>(a.l2strips, (th2 + kStripRows - 1) / kStripRows);
-  decltype(auto) qcols = fixed_or<kFixed>(a.qcols, tw);
-  decltype(auto) pstrips = fixed_or<kFixed>(a.pstrips, (2 * th + kStripRows - 1) / kStripRows);
+  // Staging divisors: the launcher's, or (kFixed) the same values as constants.
   decltype(auto) fplane = fixed_or<kFixed>(a.fplane, eh2 * ew2);
   decltype(auto) frow = fixed_or<kFixed>(a.frow, ew2);
   // Correlation jobs: [0, 4k) level 1, [4k, 8k) base, fused [8k, 12k) level 2 (subband, kernel row).
@@ -132,10 +128,10 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
   // parts of th/4 rows of tw positions: the warp runs one loop, whose trip counts the two kinds of
   // lane share (with one level-2 part, its th/2 rows ran after level 1's and the warp issued 1.5x).
   static_assert(kBlockThreads == 256, "four level warps, one per subband, then the base warps");
-  // A thread's role from its index. The run-time-tile instances derive it afresh in each item from
-  // a thread index read there (opaque_thread_index): computed once, the values stayed live across
-  // the item loop and spilled at the register bound, and their reloads stalled every item's
-  // correlation start (perf note 36). The fixed-tile instance has the registers to keep them.
+  // A thread's role from its index, derived afresh in each item from a thread index read there
+  // (opaque_thread_index): computed once, the values stayed live across the item loop and spilled
+  // at the register bound, and their reloads stalled every item's correlation start (perf note
+  // 36; the fixed-tile instance kept them until its 4 x 4 strips needed the registers, note 39).
   const int lparts = kFuse2 ? parts - 2 : parts;  // level-1 parts
   struct CorrRole {
     bool base_job, l2_job, corr_thread;
@@ -303,33 +299,47 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
       const int jobs = np * 4 * int(a.qstrips.divisor) * tw;
       const T* res0 = a.dxin ? a.dxin + (int64_t(pos.b0) * a.C + c) * a.h1 * a.w1g : nullptr;
       const int64_t res_pstride = int64_t(a.C) * a.h1 * a.w1g;
-      if (kFixed || a.pair_sub)  // two columns per job (tw even)
-        subband_conv_phase<K, kStripRows, 2, kFixed, kOnePass>(
-            np * 4 * int(qstrips4.divisor) * (tw / 2), qcols2, qstrips4, th, tw, w1f, gs, plane, ew, eh, dz, res0,
-            res_pstride, a.B - pos.b0, pos.y0, pos.x0, a.h1, a.w1g);
+      if constexpr (kFixed) {
+        // Level 1 in 4 x 4 strips on threads 0 .. 127, level 2 in 4 x 2 strips on the next 64:
+        // one job per thread and no barrier between them.
+        constexpr int kL1Jobs = 4 * (kFusedBwdTileH / 4) * (kFusedBwdTileW / 4);
+        constexpr int kL2Jobs = 4 * (kFusedBwdTileH / 8) * (kFusedBwdTileW / 4);
+        static_assert(kL1Jobs + kL2Jobs <= kBlockThreads, "one job per thread");
+        subband_conv_phase<K, 4, 4, true, kOnePass, 0>(kL1Jobs, TileDivmod(uint32_t(kFusedBwdTileW / 4)),
+                                                       TileDivmod(uint32_t(kFusedBwdTileH / 4)), th, tw, w1f, gs,
+                                                       plane, ew, eh, dz, res0, res_pstride, a.B - pos.b0, pos.y0,
+                                                       pos.x0, a.h1, a.w1g);
+        subband_conv_phase<K, 4, 2, true, kOnePass, kL1Jobs>(kL2Jobs, TileDivmod(uint32_t(kFusedBwdTileW / 4)),
+                                                             TileDivmod(uint32_t(kFusedBwdTileH / 8)), th2, tw2, w2f,
+                                                             g2s, eh2 * ew2, ew2, eh2, dz2, (const T*)nullptr, 0, 0,
+                                                             0, 0, 0, 0);
+      } else if (a.pair_sub)  // two columns per job (tw even)
+        subband_conv_phase<K, kStripRows, 2>(
+            np * 4 * int(a.qstrips4.divisor) * (tw / 2), a.qcols2, a.qstrips4, th, tw, w1f, gs, plane, ew, eh, dz,
+            res0, res_pstride, a.B - pos.b0, pos.y0, pos.x0, a.h1, a.w1g);
       else if (strip_rows(K, th) == 8)
         subband_conv_phase<K, 8, 1>(jobs, a.qcols, a.qstrips, th, tw, w1f, gs, plane, ew, eh, dz, res0, res_pstride,
                                     a.B - pos.b0, pos.y0, pos.x0, a.h1, a.w1g);
       else
         subband_conv_phase<K, 4, 1>(jobs, a.qcols, a.qstrips, th, tw, w1f, gs, plane, ew, eh, dz, res0, res_pstride,
                                     a.B - pos.b0, pos.y0, pos.x0, a.h1, a.w1g);
-      if constexpr (kFuse2)  // level 2's subband convs (dY_2 without dX_2: level 2 is the last)
-        subband_conv_phase<K, kStripRows, 2, kFixed, kOnePass>(
-            np * 4 * int(l2strips.divisor) * int(l2cols.divisor), l2cols, l2strips, th2, tw2, w2f, g2s, eh2 * ew2,
-            ew2, eh2, dz2, (const T*)nullptr, 0, 0, 0, 0, 0, 0);
+      if constexpr (kFuse2 && !kFixed)  // level 2's subband convs (dY_2 without dX_2: level 2 is the last)
+        subband_conv_phase<K, kStripRows, 2>(np * 4 * int(a.l2strips.divisor) * int(a.l2cols.divisor), a.l2cols,
+                                             a.l2strips, th2, tw2, w2f, g2s, eh2 * ew2, ew2, eh2, dz2,
+                                             (const T*)nullptr, 0, 0, 0, 0, 0, 0);
       __syncthreads();
       // dx: base conv of D, register-blocked over strips of two pixel columns (the pixel tile is
       // 2 tw wide, so always even), + synthesis of dz: a 2 x 2 pixel block shares its dz loads.
       const int pth = 2 * th;
       auto dx_conv = [&](auto rows_tag) {
         constexpr int R = decltype(rows_tag)::value;
-        const int jobs = np * int(pstrips.divisor) * tw;
-        for_thread_jobs<kOnePass>(jobs, [&](int e) {
-          const StripJob j = strip_job(e, qcols, pstrips, R);  // slot = p
+        const int jobs = np * int(a.pstrips.divisor) * tw;
+        for_thread_jobs(jobs, [&](int e) {
+          const StripJob j = strip_job(e, a.qcols, a.pstrips, R);  // slot = p
           const int col = 2 * j.col, p = j.slot, b = pos.b0 + p, x = 2 * pos.x0 + col, y0 = 2 * pos.y0 + j.row0;
           if (b >= a.B || x >= a.W || y0 >= a.H) return;
           float acc[R][2];
-          conv_pair_strip<K, R, (K / 2) % 2 == 1, true, kFixed>(
+          conv_pair_strip<K, R, (K / 2) % 2 == 1, true>(
               w0f, di + p * pplane + (j.row0 + r) * pw + (col + r), pw, ph - gp - (j.row0 + r), acc);
           // Pixel rows [y0, y0 + n), y0 even, columns x, x + 1 (x even): one coefficient each pair.
           const int n = min(min(R, pth - j.row0), a.H - y0), ncols = min(2, a.W - x), dzplane = th * tw;
@@ -363,10 +373,53 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
           }
         });
       };
-      // 4-row strips: with 8 rows the kernel spills at the 3-blocks-per-SM register bound (the
-      // correlation's double totals stay live), and 2 blocks per SM measured 6% slower; with the
-      // totals in shared memory, 8 rows fit but gained nothing (docs/wtconv.md, perf note 15).
-      dx_conv(std::integral_constant<int, kStripRows>{});
+      if constexpr (kFixed) {
+        // The fixed tile: 4 x 4 pixel strips + synthesis, the strip's rows two coefficient rows and
+        // its columns two coefficient columns, all children of one level-2 coefficient. Its 128
+        // jobs go to the base-correlation half of the block (threads 128 .. 255), whose
+        // correlations are shorter than the level half's (perf note 39).
+        constexpr int kJobs = (2 * kFusedBwdTileH / 4) * (2 * kFusedBwdTileW / 4);
+        static_assert(kJobs <= kBlockThreads, "one job per thread");
+        for_thread_jobs<kOnePass, kBlockThreads - kJobs>(kJobs, [&](int e) {
+          const StripJob j = strip_job(e, TileDivmod(uint32_t(2 * kFusedBwdTileW / 4)),
+                                       TileDivmod(uint32_t(2 * kFusedBwdTileH / 4)), 4);
+          const int col = 4 * j.col, b = pos.b0, x = 2 * pos.x0 + col, y0 = 2 * pos.y0 + j.row0;
+          if (b >= a.B || x >= a.W || y0 >= a.H) return;
+          // The window of pixel (row0, col) starts at (row0 + r, col + r) of the D tile, which
+          // starts gp pixels into its rows (pitches and regions multiples of 4 floats).
+          constexpr int kGp = kCopy ? 0 : 2 * kR, kOff = (kGp + kR) % 4;
+          static_assert(kOff == 0 || kOff == 2, "quad strips start on a pair");
+          float acc[4][4];
+          conv_quad_strip<K, 4, kOff == 2>(w0f, di + (j.row0 + kR) * pw + col + kR, pw, acc);
+          // The synthesis operands are loaded after the convolution, not hoisted into it.
+          asm volatile("" ::: "memory");
+          const int n = min(4, a.H - y0), ncols = min(4, a.W - x), dzplane = th * tw, z2plane = th2 * tw2;
+          const float* dp = dz + (j.row0 >> 1) * tw + 2 * j.col;
+          const float* z2 = dz2 + (j.row0 >> 2) * tw2 + j.col;
+          const float v[4] = {z2[0], z2[z2plane], z2[2 * z2plane], z2[3 * z2plane]};
+          T* dxp = a.dx + ((int64_t(b) * a.C + c) * a.H + y0) * a.W + x;
+#pragma unroll
+          for (int o = 0; o < 4; o += 2, dp += tw, dxp += 2 * int64_t(a.W)) {
+            if (o >= n) break;
+            float out[2][4];
+#pragma unroll
+            for (int w = 0; w < 2; ++w) {  // the row pair's two coefficients; cy even + o / 2
+              float d[4] = {dp[w], dp[dzplane + w], dp[2 * dzplane + w], dp[3 * dzplane + w]};
+              d[0] += to_float(from_float<T>(0.5f * synth_child(v, o >> 1, w)));
+#pragma unroll
+              for (int h = 0; h < 2; ++h)
+#pragma unroll
+                for (int u = 0; u < 2; ++u) out[h][2 * w + u] = acc[o + h][2 * w + u] + 0.5f * synth_child(d, h, u);
+            }
+            store_rows_2x4(dxp, a.W, out, o + 1 < n, ncols, a.dx_pairs);
+          }
+        });
+      } else {
+        // 4-row strips: with 8 rows the kernel spills at the 3-blocks-per-SM register bound (the
+        // correlation's double totals stay live), and 2 blocks per SM measured 6% slower; with the
+        // totals in shared memory, 8 rows fit but gained nothing (docs/wtconv.md, perf note 15).
+        dx_conv(std::integral_constant<int, kStripRows>{});
+      }
     } else {
       // dx: one level-1 coefficient, i.e. a 2x2 pixel block, per thread.
       for (int e = threadIdx.x; e < np * th * tw; e += blockDim.x) {
@@ -393,7 +446,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
         }
       }
     }
-    const CorrRole role = corr_role(kFixed ? int(threadIdx.x) : opaque_thread_index());
+    const CorrRole role = corr_role(opaque_thread_index());
     const bool base_job = role.base_job, l2_job = role.l2_job;
     const int part = role.part, sb = role.sb, ci = role.ci;
     if (role.corr_thread) {

@@ -262,15 +262,15 @@ template <bool kOnePlane = false, typename F>
 __host__ __device__ __forceinline__ void for_strided_rows(int first, int step, int rows, int np, F f) {
   if constexpr (kOnePlane) {
     for (int y = first; y < rows; y += step) f(0, y);
-    return;
-  }
-  for (int p = 0, y = first;; y += step) {
-    while (y >= rows) {
-      y -= rows;
-      ++p;
+  } else {
+    for (int p = 0, y = first;; y += step) {
+      while (y >= rows) {
+        y -= rows;
+        ++p;
+      }
+      if (p >= np) return;
+      f(p, y);
     }
-    if (p >= np) return;
-    f(p, y);
   }
 }
 
@@ -406,13 +406,74 @@ __host__ __device__ __forceinline__ void conv_pair_strip(const float* w, const f
   else conv_pair_strip_rows<K, R, kOdd, true>(wr, base, pitch, rows_left, acc);
 }
 
+// The same convolution for four adjacent output columns (acc[o][u] at src + u), every strip full:
+// each input row's K + 3 floats are read as 16-byte quads (kOff2: src sits 2 floats past a 16-byte
+// boundary, so a pair, quads, then a pair; else quads, then a pair when K + 3 is not a multiple
+// of 4) and feed 4K multiply-adds per output row they touch: about half the shared loads per
+// output of the pair strip. The summation order per output is that of conv_window. The caller
+// guarantees the alignment, that the row holds the floats read, and rows_left >= R + K - 1.
+template <int K, bool kOff2>
+__host__ __device__ __forceinline__ void load_quad_strip_row(const float* row, float (&in)[K + 3]) {
+  constexpr int n = K + 3, first = kOff2 ? 2 : 0, quads = (n - first) / 4;
+  if constexpr (kOff2) {
+    const float2 v = *reinterpret_cast<const float2*>(row);
+    in[0] = v.x;
+    in[1] = v.y;
+  }
+#pragma unroll
+  for (int q = 0; q < quads; ++q) {
+    const float4 v = *reinterpret_cast<const float4*>(row + first + 4 * q);
+    in[first + 4 * q] = v.x;
+    in[first + 4 * q + 1] = v.y;
+    in[first + 4 * q + 2] = v.z;
+    in[first + 4 * q + 3] = v.w;
+  }
+  if constexpr ((n - first) % 4 != 0) {
+    static_assert((n - first) % 4 == 2, "odd K: a pair is left");
+    const float2 v = *reinterpret_cast<const float2*>(row + n - 2);
+    in[n - 2] = v.x;
+    in[n - 1] = v.y;
+  }
+}
+template <int K, int R, bool kOff2>
+__host__ __device__ __forceinline__ void conv_quad_strip(const float* w, const float* src, int pitch,
+                                                         float (&acc)[R][4]) {
+  float wr[K * K];
+  load_filter<K, true>(w, wr);
+#pragma unroll
+  for (int o = 0; o < R; ++o)
+#pragma unroll
+    for (int u = 0; u < 4; ++u) acc[o][u] = 0.f;
+#pragma unroll
+  for (int ii = 0; ii < R + K - 1; ++ii) {
+    float in[K + 3];
+    load_quad_strip_row<K, kOff2>(src + ii * pitch, in);
+#pragma unroll
+    for (int o = 0; o < R; ++o) {
+      const int i = ii - o;
+      if (i >= 0 && i < K) {
+#pragma unroll
+        for (int j = 0; j < K; ++j)
+#pragma unroll
+          for (int u = 0; u < 4; ++u) acc[o][u] = fmaf(wr[i * K + j], in[u + j], acc[o][u]);
+      }
+    }
+  }
+}
+
 // f(e) for the jobs e < jobs of this thread: e = threadIdx.x, then strided by blockDim.x.
 // kOnePass: the caller guarantees jobs <= blockDim.x (a fixed tile, at most one job per thread),
 // so there is no loop for the compiler to keep.
-template <bool kOnePass = false, typename F>
+// kFirst: the jobs start at thread kFirst rather than 0, so that two phases without a barrier
+// between them can run on disjoint threads.
+template <bool kOnePass = false, int kFirst = 0, typename F>
 __device__ __forceinline__ void for_thread_jobs(int jobs, F&& f) {
   if constexpr (kOnePass) {
-    if (int(threadIdx.x) < jobs) f(int(threadIdx.x));
+    const int e = int(threadIdx.x) - kFirst;
+    if (uint32_t(e) < uint32_t(jobs)) f(e);
+  } else if constexpr (kFirst != 0) {
+    for (int e = int(threadIdx.x) - kFirst; e < jobs; e += blockDim.x)
+      if (e >= 0) f(e);
   } else {
     for (int e = threadIdx.x; e < jobs; e += blockDim.x) f(e);
   }
@@ -591,6 +652,27 @@ __device__ __forceinline__ void store2(__half* p, float a, float b) {
 }
 __device__ __forceinline__ void store2(__nv_bfloat16* p, float a, float b) {
   *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
+}
+
+// Two rows of four outputs of a 4 x 4 strip's epilogue (out[h] at row0 + h * pitch; the second
+// only when `second`, the first ncols columns only): two 8-byte pair stores per row when all
+// four columns are in and `pairs` (even row length, pair-aligned base), else element stores.
+template <typename T>
+__device__ __forceinline__ void store_rows_2x4(T* row0, int64_t pitch, const float (&out)[2][4], bool second,
+                                               int ncols, bool pairs) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    if (h == 1 && !second) break;
+    T* row = row0 + h * pitch;
+    if (ncols == 4 && pairs) {
+      store2(row, out[h][0], out[h][1]);
+      store2(row + 2, out[h][2], out[h][3]);
+    } else {
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+        if (u < ncols) row[u] = from_float<T>(out[h][u]);
+    }
+  }
 }
 
 // TMA staging of the base kernels, the Haar pass: the level-1 subbands (qh x qw per plane) of the
@@ -883,15 +965,17 @@ __device__ __forceinline__ float first_residual(const float* grid, const ItemPos
 // convolution so its latency hides behind the arithmetic; a warp's jobs share one subband
 // whenever cols * strips >= 32, so the LL-only branch does not diverge.
 // kFull, kOnePass: a fixed tile's phase, every strip full (conv_pair_strip) and at most one job
-// per thread (for_thread_jobs).
-template <int K, int R, int NC, bool kFull = false, bool kOnePass = false, typename Tres, typename Div>
+// per thread (for_thread_jobs). NC = 4 (kFull only): four columns per job (conv_quad_strip), src
+// and dst rows 16-byte aligned. kFirst: the jobs' first thread (for_thread_jobs).
+template <int K, int R, int NC, bool kFull = false, bool kOnePass = false, int kFirst = 0, typename Tres,
+          typename Div>
 __device__ __forceinline__ void subband_conv_phase(int jobs, const Div& cols, const Div& strips,
                                                    int out_rows, int out_cols, const float* w, const float* src,
                                                    int src_plane, int src_pitch, int src_rows, float* dst,
                                                    const Tres* res0, int64_t res_pstride, int nb, int oy, int ox,
                                                    int h1, int w1) {
-  static_assert(NC == 1 || NC == 2, "one or two columns per job");
-  for_thread_jobs<kOnePass>(jobs, [&](int e) {
+  static_assert(NC == 1 || NC == 2 || (NC == 4 && kFull), "one, two or (full strips) four columns per job");
+  for_thread_jobs<kOnePass, kFirst>(jobs, [&](int e) {
     const StripJob j = strip_job(e, cols, strips, R);
     const int col = j.col * NC;
     const int p = j.slot >> 2, t = j.slot & 3, qx = ox + col;
@@ -919,17 +1003,24 @@ __device__ __forceinline__ void subband_conv_phase(int jobs, const Div& cols, co
       conv_column_strip<K, R, true>(wt, sp, src_pitch, src_rows - j.row0, a1);
 #pragma unroll
       for (int o = 0; o < R; ++o) acc[o][0] = a1[o];
-    } else {
+    } else if constexpr (NC == 2) {
       conv_pair_strip<K, R, false, true, kFull>(wt, sp, src_pitch, src_rows - j.row0, acc);
+    } else {
+      conv_quad_strip<K, R, false>(wt, sp, src_pitch, acc);
     }
 #pragma unroll
     for (int o = 0; o < R; ++o) {
       const int iy = j.row0 + o;
       if (iy >= out_rows) break;
 #pragma unroll
-      for (int u = 0; u < NC; ++u) {
+      for (int u = 0; u < NC; ++u)
         if (with_res) acc[o][u] += res[o][u];
-        dst[(j.slot * out_rows + iy) * out_cols + col + u] = acc[o][u];
+      float* d = dst + (j.slot * out_rows + iy) * out_cols + col;
+      if constexpr (NC == 4) {
+        *reinterpret_cast<float4*>(d) = make_float4(acc[o][0], acc[o][1], acc[o][2], acc[o][3]);
+      } else {
+#pragma unroll
+        for (int u = 0; u < NC; ++u) d[u] = acc[o][u];
       }
     }
   });

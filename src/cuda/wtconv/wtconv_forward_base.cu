@@ -34,14 +34,16 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
     forward_base_kernel(const __grid_constant__ FwdBaseArgs<T> a) {
   static_assert(!kFuse2 || (kTma && K > 0), "the fused forward stages with TMA");
   static_assert(!kFixed || kFuse2, "the fixed tile is a fused instance");
-  // kFixed strips are all full (conv_pair_strip's kFull): the output, level-1 and level-2 rows
-  // (th, th / 2, th / 4) are whole 4-row strips, each with its k - 1 halo rows in the tiles.
-  static_assert(!kFixed || kFusedFwdTileH % 16 == 0, "whole strips in every phase of the fixed tile");
-  // kFixed phases take at most one job per thread (for_thread_jobs<kFixed>): level-1 strips,
-  // base-conv strips (4 x 2 outputs each) and Haar blocks (4 x 4 pixels) of one plane.
-  static_assert(!kFixed || (kFusedFwdTileH * kFusedFwdTileW / 8 <= kBlockThreads &&
-                            (kFusedFwdTileH / 4 + K - 1) * (kFusedFwdTileW / 4 + K - 1) <= kBlockThreads),
-                "one job per thread in every phase of the fixed tile");
+  // kFixed strips are all full (conv_quad_strip, conv_pair_strip's kFull): the output and level-1
+  // extents (th x tw, th / 2 x tw / 2) are whole 4 x 4 strips and level 2's (th / 4 x tw / 4)
+  // whole 4 x 2 strips, each with its k - 1 halo rows and columns in the tiles.
+  static_assert(!kFixed || (kFusedFwdTileH % 16 == 0 && kFusedFwdTileW % 8 == 0),
+                "whole strips in every phase of the fixed tile");
+  // kFixed phases take at most one job per thread (for_thread_jobs<kFixed>): level-1 strips
+  // (4 x 4 coefficients) beside level-2 ones, base-conv strips (4 x 4 outputs) and Haar
+  // blocks (4 x 4 pixels) of one plane (static_asserts at each phase).
+  static_assert(!kFixed || (kFusedFwdTileH / 4 + K - 1) * (kFusedFwdTileW / 4 + K - 1) <= kBlockThreads,
+                "one Haar block per thread in the fixed tile");
   extern __shared__ __align__(128) float smem[];
   const int k = K ? K : a.k, r = k / 2, kk = k * k, s = kFuse2 ? 1 : a.stride;  // fused: stride 1
   const int c = blockIdx.x / a.g.splits, split = blockIdx.x % a.g.splits;
@@ -54,17 +56,11 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
   // Y_1 (yh x yw) and the float tile (fh x fw, its pixel (0, 0) at the box's (fo, fo)).
   const int yh = kFuse2 ? qih + 2 * r : qh, yw = kFuse2 ? qiw + 2 * r : qw;
   const int fh = 2 * yh, fw = 2 * yw, fo = 2 * g2;
-  // The staging and job divisors: the launcher's, or (kFixed) the same values as constants.
+  // The staging divisors: the launcher's, or (kFixed) the same values as constants.
   const bool inplace = !kFuse2 && a.tma_inplace;  // fused: the box is copied (its pitch is xw)
   const int xp = kFixed ? xw : a.xp;
   decltype(auto) fplane = fixed_or<kFixed>(a.fplane, eh2 * ew2);
   decltype(auto) frow = fixed_or<kFixed>(a.frow, ew2);
-  decltype(auto) qcols2 = fixed_or<kFixed>(a.qcols2, qiw / 2);
-  decltype(auto) qstrips4 = fixed_or<kFixed>(a.qstrips4, (qih + kStripRows - 1) / kStripRows);
-  decltype(auto) l2cols = fixed_or<kFixed>(a.l2cols, tw2 / 2);
-  decltype(auto) l2strips = fixed_or<kFixed>(a.l2strips, (th2 + kStripRows - 1) / kStripRows);
-  decltype(auto) ocols2 = fixed_or<kFixed>(a.ocols2, tw / 2);
-  decltype(auto) ostrips4 = fixed_or<kFixed>(a.ostrips4, (th + kStripRows - 1) / kStripRows);
   const int fs = filter_stride(k);
   float* w0s = smem;                    // s0 * W0
   float* w1s = w0s + fs;                // 4 filters 0.5 * s1 * W1, fs apart
@@ -201,15 +197,28 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
       const int jobs = np * 4 * int(a.qstrips.divisor) * qiw;
       const float* res0 = a.rin ? a.rin + (int64_t(pos.b0) * a.C + c) * a.h1 * a.w1g : nullptr;
       const int64_t res_pstride = int64_t(a.C) * a.h1 * a.w1g;
-      if constexpr (kFuse2) {  // level 1 and level 2; R_1 joins Z_1 below
-        subband_conv_phase<K, 4, 2, kFixed, kFixed>(np * 4 * int(qstrips4.divisor) * (qiw / 2), qcols2, qstrips4,
-                                                    qih, qiw, w1s, ys, yh * yw, yw, yh, zs, (const float*)nullptr,
-                                                    0, 0, 0, 0, 0, 0);
-        subband_conv_phase<K, 4, 2, kFixed, kFixed>(np * 4 * int(l2strips.divisor) * int(l2cols.divisor), l2cols,
-                                                    l2strips, th2, tw2, w2s, y2s, eh2 * ew2, ew2, eh2, z2s,
-                                                    (const float*)nullptr, 0, 0, 0, 0, 0, 0);
+      if constexpr (kFixed) {
+        // Level 1 in 4 x 4 strips on threads 0 .. 127, level 2 in 4 x 2 strips on the next 64:
+        // one job per thread and no barrier between them (level 2 in 4 x 4 strips, 32 jobs, measured
+        // level, and slower in the backward: perf note 39).
+        constexpr int kL1Jobs = 4 * (kFusedFwdTileH / 8) * (kFusedFwdTileW / 8);
+        constexpr int kL2Jobs = 4 * (kFusedFwdTileH / 16) * (kFusedFwdTileW / 8);
+        static_assert(kL1Jobs + kL2Jobs <= kBlockThreads, "one job per thread");
+        subband_conv_phase<K, 4, 4, true, true, 0>(kL1Jobs, TileDivmod(uint32_t(kFusedFwdTileW / 8)),
+                                                   TileDivmod(uint32_t(kFusedFwdTileH / 8)), qih, qiw, w1s, ys,
+                                                   yh * yw, yw, yh, zs, (const float*)nullptr, 0, 0, 0, 0, 0, 0);
+        subband_conv_phase<K, 4, 2, true, true, kL1Jobs>(kL2Jobs, TileDivmod(uint32_t(kFusedFwdTileW / 8)),
+                                                         TileDivmod(uint32_t(kFusedFwdTileH / 16)), th2, tw2, w2s,
+                                                         y2s, eh2 * ew2, ew2, eh2, z2s, (const float*)nullptr, 0, 0,
+                                                         0, 0, 0, 0);
+      } else if constexpr (kFuse2) {  // level 1 and level 2; R_1 joins Z_1 below
+        subband_conv_phase<K, 4, 2>(np * 4 * int(a.qstrips4.divisor) * (qiw / 2), a.qcols2, a.qstrips4, qih, qiw,
+                                    w1s, ys, yh * yw, yw, yh, zs, (const float*)nullptr, 0, 0, 0, 0, 0, 0);
+        subband_conv_phase<K, 4, 2>(np * 4 * int(a.l2strips.divisor) * int(a.l2cols.divisor), a.l2cols, a.l2strips,
+                                    th2, tw2, w2s, y2s, eh2 * ew2, ew2, eh2, z2s, (const float*)nullptr, 0, 0, 0, 0,
+                                    0, 0);
       } else if (a.pair_sub)  // two columns per job (qiw even)
-        subband_conv_phase<K, 4, 2>(np * 4 * int(qstrips4.divisor) * (qiw / 2), qcols2, qstrips4, qih, qiw,
+        subband_conv_phase<K, 4, 2>(np * 4 * int(a.qstrips4.divisor) * (qiw / 2), a.qcols2, a.qstrips4, qih, qiw,
                                     w1s, ys, qh * qw, qw, qh, zs, res0, res_pstride, a.B - pos.b0, qay, qax, a.h1,
                                     a.w1g);
       else if (strip_rows(K, qih) == 8)
@@ -234,13 +243,54 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
       }
     }
     __syncthreads();
-    if (K > 0 && s == 1) {
+    if constexpr (kFixed) {
+      // Base conv in 4 x 4 strips (128 jobs, threads 0 .. 127) + synthesis: the strip's four
+      // output rows are two level-1 coefficient rows, its four columns two level-1 coefficient
+      // columns, all children of one level-2 coefficient.
+      constexpr int kJobs = (kFusedFwdTileH / 4) * (kFusedFwdTileW / 4);
+      static_assert(kJobs <= kBlockThreads, "one job per thread");
+      for_thread_jobs<true>(kJobs, [&](int e) {
+        const StripJob j =
+            strip_job(e, TileDivmod(uint32_t(kFusedFwdTileW / 4)), TileDivmod(uint32_t(kFusedFwdTileH / 4)), 4);
+        const int b = pos.b0, ox = pos.x0 + 4 * j.col, oy0 = pos.y0 + j.row0;
+        if (b >= a.B || ox >= a.Wo || oy0 >= a.Ho) return;
+        // the window of output (row0, 4 col) starts at tile pixel (row0 + r, 4 col + r) (the tile
+        // starts 2 r + fo pixels before the outputs); fw % 4 == 0, so 2 floats past a 16-byte
+        // boundary when r % 4 == 2.
+        constexpr int kR = K / 2;
+        float acc[4][4];
+        conv_quad_strip<K, 4, kR % 4 == 2>(w0s, xs + (j.row0 + kR) * fw + 4 * j.col + kR, fw, acc);
+        // The synthesis operands are loaded after the convolution, not hoisted into it: at the
+        // register bound their registers would spill the accumulators.
+        asm volatile("" ::: "memory");
+        const int n = min(4, a.Ho - oy0), ncols = min(4, a.Wo - ox), zplane = qih * qiw;
+        const float* zp = zs + (j.row0 >> 1) * qiw + 2 * j.col;
+        T* yp = a.y + ((int64_t(b) * a.C + c) * a.Ho + oy0) * a.Wo + ox;
+        const float* z2 = z2s + (j.row0 >> 2) * tw2 + j.col;
+        const float v2[4] = {z2[0], z2[th2 * tw2], z2[2 * th2 * tw2], z2[3 * th2 * tw2]};
+#pragma unroll
+        for (int o = 0; o < 4; o += 2, zp += qiw, yp += 2 * int64_t(a.Wo)) {
+          if (o >= n) break;
+          float out[2][4];
+#pragma unroll
+          for (int v = 0; v < 2; ++v) {  // the two level-1 coefficients of this row pair
+            float z[4] = {zp[v], zp[zplane + v], zp[2 * zplane + v], zp[3 * zplane + v]};
+            z[0] += synth_child(v2, o >> 1, v);
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+#pragma unroll
+              for (int u = 0; u < 2; ++u) out[h][2 * v + u] = bias + acc[o + h][2 * v + u] + synth_child(z, h, u);
+          }
+          store_rows_2x4(yp, a.Wo, out, o + 1 < n, ncols, a.y_pairs);
+        }
+      });
+    } else if (K > 0 && s == 1) {
       // Base conv, register-blocked (stride 1: outputs of a strip share input rows), + synthesis.
       // NC = 2: two adjacent output columns per job (tw even), which also share their Z loads.
       auto base_conv = [&](auto rows_tag, auto cols_tag, const TileDivmod& cols, const TileDivmod& strips) {
         constexpr int R = decltype(rows_tag)::value, NC = decltype(cols_tag)::value, KS = K ? K : 1;
         const int jobs = np * int(strips.divisor) * int(cols.divisor);
-        for_thread_jobs<kFixed>(jobs, [&](int e) {
+        for_thread_jobs(jobs, [&](int e) {
           const StripJob j = strip_job(e, cols, strips, R);  // slot = p
           const int p = j.slot, b = pos.b0 + p, ox = pos.x0 + j.col * NC, oy0 = pos.y0 + j.row0;
           if (b >= a.B || ox >= a.Wo || oy0 >= a.Ho) return;
@@ -253,7 +303,7 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
 #pragma unroll
             for (int o = 0; o < R; ++o) acc[o][0] = a1[o];
           } else {
-            conv_pair_strip<KS, R, (KS / 2) % 2 == 1, true, kFixed>(w0s, src, fw, fh - row, acc);
+            conv_pair_strip<KS, R, (KS / 2) % 2 == 1, true>(w0s, src, fw, fh - row, acc);
           }
           // Output rows [oy0, oy0 + n); two rows (and the NC columns, ox even when NC = 2) of one
           // coefficient share its four Z loads.
@@ -319,8 +369,8 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
       };
       using I1 = std::integral_constant<int, 1>;
       using I2 = std::integral_constant<int, 2>;
-      if constexpr (kFuse2) base_conv(std::integral_constant<int, 4>{}, I2{}, ocols2, ostrips4);  // s = 1, tw % 8 == 0
-      else if (a.pair_base) base_conv(std::integral_constant<int, 4>{}, I2{}, ocols2, ostrips4);
+      if constexpr (kFuse2) base_conv(std::integral_constant<int, 4>{}, I2{}, a.ocols2, a.ostrips4);  // s = 1, tw % 8 == 0
+      else if (a.pair_base) base_conv(std::integral_constant<int, 4>{}, I2{}, a.ocols2, a.ostrips4);
       else if (strip_rows(K, th) == 8) base_conv(std::integral_constant<int, 8>{}, I1{}, a.ocols, a.ostrips);
       else base_conv(std::integral_constant<int, 4>{}, I1{}, a.ocols, a.ostrips);
     } else {
