@@ -42,14 +42,12 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
                 "whole strips in every phase of the fixed tile");
   // kFixed phases take at most one job per thread: level-1 strips (4 x 4 coefficients each) beside
   // level-2 ones, dx strips (4 x 4 pixels) and Haar blocks (4 x 4 pixels) of one plane
-  // (static_asserts at each phase). The fp32 instance runs
-  // them all without job loops (kOnePass, for_thread_jobs); the 16-bit one only its Haar passes:
-  // with every phase it spilled ~100 bytes and its steps ran 5% slower (docs/wtconv.md, perf
-  // note 37).
+  // (static_asserts at each phase), so they run without job loops (for_thread_jobs<true>). With
+  // the 4 x 2 strips of before, the 16-bit instance spilled that way and kept its loops (perf
+  // notes 37 and 39).
   static_assert(!kFixed || (kFusedBwdTileH / 2 + K - 1) * (kFusedBwdTileW / 2 + K - 1) <= kBlockThreads,
                 "one Haar block per thread in the fixed tile");
   constexpr bool kCopy = kFuse2 && sizeof(T) != 4;
-  constexpr bool kOnePass = kFixed && !kCopy;
   extern __shared__ __align__(128) float smem[];
   constexpr int KM = K > 0 ? K : 15;
   const int k = K ? K : a.k, r = k / 2, kk = k * k, s = kFuse2 ? 1 : a.stride;  // fused: stride 1
@@ -222,10 +220,10 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
         haar2_pass_from_tile<T, true, T, kFixed>(dbox, fl.box_pitch, 0, true, ds, fl.box_rows, pw, gs, eh, ew,
                                                    r / 2, g2s, eh2, ew2, np, fplane, frow);
       } else if constexpr (kFuse2) {  // Y_1, G_1 over the inner region (from block r / 2 on), Y_2 and G_2
-        haar2_pass_from_tile<float, true, float, kOnePass>(xs, pw, 0, false, xs, ph, pw, ys, eh, ew, r / 2, y2s,
+        haar2_pass_from_tile<float, true, float, kFixed>(xs, pw, 0, false, xs, ph, pw, ys, eh, ew, r / 2, y2s,
                                                            eh2, ew2, np, fplane, frow);
         mbarrier_wait(bar + 1, parity);
-        haar2_pass_from_tile<float, true, float, kOnePass>(ds, pw, 0, false, ds, ph, pw, gs, eh, ew, r / 2, g2s,
+        haar2_pass_from_tile<float, true, float, kFixed>(ds, pw, 0, false, ds, ph, pw, gs, eh, ew, r / 2, g2s,
                                                            eh2, ew2, np, fplane, frow);
       } else {
         haar_pass_from_tile(xs, pw, 0, false, xs, ph, pw, ys, eh, ew, np, a.hplane, a.hrow);
@@ -305,11 +303,11 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
         constexpr int kL1Jobs = 4 * (kFusedBwdTileH / 4) * (kFusedBwdTileW / 4);
         constexpr int kL2Jobs = 4 * (kFusedBwdTileH / 8) * (kFusedBwdTileW / 4);
         static_assert(kL1Jobs + kL2Jobs <= kBlockThreads, "one job per thread");
-        subband_conv_phase<K, 4, 4, true, kOnePass, 0>(kL1Jobs, TileDivmod(uint32_t(kFusedBwdTileW / 4)),
+        subband_conv_phase<K, 4, 4, true, kFixed, 0>(kL1Jobs, TileDivmod(uint32_t(kFusedBwdTileW / 4)),
                                                        TileDivmod(uint32_t(kFusedBwdTileH / 4)), th, tw, w1f, gs,
                                                        plane, ew, eh, dz, res0, res_pstride, a.B - pos.b0, pos.y0,
                                                        pos.x0, a.h1, a.w1g);
-        subband_conv_phase<K, 4, 2, true, kOnePass, kL1Jobs>(kL2Jobs, TileDivmod(uint32_t(kFusedBwdTileW / 4)),
+        subband_conv_phase<K, 4, 2, true, kFixed, kL1Jobs>(kL2Jobs, TileDivmod(uint32_t(kFusedBwdTileW / 4)),
                                                              TileDivmod(uint32_t(kFusedBwdTileH / 8)), th2, tw2, w2f,
                                                              g2s, eh2 * ew2, ew2, eh2, dz2, (const T*)nullptr, 0, 0,
                                                              0, 0, 0, 0);
@@ -380,7 +378,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
         // correlations are shorter than the level half's (perf note 39).
         constexpr int kJobs = (2 * kFusedBwdTileH / 4) * (2 * kFusedBwdTileW / 4);
         static_assert(kJobs <= kBlockThreads, "one job per thread");
-        for_thread_jobs<kOnePass, kBlockThreads - kJobs>(kJobs, [&](int e) {
+        for_thread_jobs<kFixed, kBlockThreads - kJobs>(kJobs, [&](int e) {
           const StripJob j = strip_job(e, TileDivmod(uint32_t(2 * kFusedBwdTileW / 4)),
                                        TileDivmod(uint32_t(2 * kFusedBwdTileH / 4)), 4);
           const int col = 4 * j.col, b = pos.b0, x = 2 * pos.x0 + col, y0 = 2 * pos.y0 + j.row0;
@@ -411,7 +409,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
 #pragma unroll
                 for (int u = 0; u < 2; ++u) out[h][2 * w + u] = acc[o + h][2 * w + u] + 0.5f * synth_child(d, h, u);
             }
-            store_rows_2x4(dxp, a.W, out, o + 1 < n, ncols, a.dx_pairs);
+            store_rows_2x4(dxp, a.W, out, o + 1 < n, ncols, a.dx_pairs, a.dx_quads);
           }
         });
       } else {
@@ -540,6 +538,7 @@ cudaError_t launch_backward_base(const BwdBaseArgs<T>& args, size_t smem, cudaSt
     a.quads = quad_divisors<FastDivmod>(eh, 2 * ew, bwd_quad_lead(tw, r));
     a.pair_sub = tw % 2 == 0;  // even ew and plane: 8-byte aligned G_1 rows
     a.dx_pairs = a.W % 2 == 0 && reinterpret_cast<uintptr_t>(a.dx) % (2 * sizeof(T)) == 0;
+    a.dx_quads = a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.dx) % (4 * sizeof(T)) == 0;
     a.qcols2 = pair_count<FastDivmod>(tw);
     a.qstrips4 = strip_count<FastDivmod>(th, kStripRows);
     a.vec4 = a.stride == 1 && a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.x) % (4 * sizeof(T)) == 0 &&

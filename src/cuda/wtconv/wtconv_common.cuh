@@ -464,16 +464,14 @@ __host__ __device__ __forceinline__ void conv_quad_strip(const float* w, const f
 // f(e) for the jobs e < jobs of this thread: e = threadIdx.x, then strided by blockDim.x.
 // kOnePass: the caller guarantees jobs <= blockDim.x (a fixed tile, at most one job per thread),
 // so there is no loop for the compiler to keep.
-// kFirst: the jobs start at thread kFirst rather than 0, so that two phases without a barrier
-// between them can run on disjoint threads.
+// kFirst (with kOnePass): the jobs go to threads kFirst .. kFirst + jobs - 1, so that two phases
+// without a barrier between them can run on disjoint threads.
 template <bool kOnePass = false, int kFirst = 0, typename F>
 __device__ __forceinline__ void for_thread_jobs(int jobs, F&& f) {
+  static_assert(kOnePass || kFirst == 0, "a thread offset needs one job per thread");
   if constexpr (kOnePass) {
     const int e = int(threadIdx.x) - kFirst;
     if (uint32_t(e) < uint32_t(jobs)) f(e);
-  } else if constexpr (kFirst != 0) {
-    for (int e = int(threadIdx.x) - kFirst; e < jobs; e += blockDim.x)
-      if (e >= 0) f(e);
   } else {
     for (int e = threadIdx.x; e < jobs; e += blockDim.x) f(e);
   }
@@ -654,17 +652,39 @@ __device__ __forceinline__ void store2(__nv_bfloat16* p, float a, float b) {
   *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
 }
 
+// Four outputs at p as one store (p 4-element aligned): 16 bytes of float, or two packed 16-bit
+// pairs as 8 bytes.
+__device__ __forceinline__ void store4(float* p, const float (&v)[4]) {
+  *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+}
+template <typename T, typename T2>
+__device__ __forceinline__ void store4_pairs(T* p, T2 lo, T2 hi) {
+  static_assert(sizeof(T2) == 4, "a packed pair of 16-bit values");
+  uint2 u;
+  u.x = *reinterpret_cast<const uint32_t*>(&lo);
+  u.y = *reinterpret_cast<const uint32_t*>(&hi);
+  *reinterpret_cast<uint2*>(p) = u;
+}
+__device__ __forceinline__ void store4(__half* p, const float (&v)[4]) {
+  store4_pairs(p, __floats2half2_rn(v[0], v[1]), __floats2half2_rn(v[2], v[3]));
+}
+__device__ __forceinline__ void store4(__nv_bfloat16* p, const float (&v)[4]) {
+  store4_pairs(p, __floats2bfloat162_rn(v[0], v[1]), __floats2bfloat162_rn(v[2], v[3]));
+}
 // Two rows of four outputs of a 4 x 4 strip's epilogue (out[h] at row0 + h * pitch; the second
-// only when `second`, the first ncols columns only): two 8-byte pair stores per row when all
-// four columns are in and `pairs` (even row length, pair-aligned base), else element stores.
+// only when `second`, the first ncols columns only): one store per row when all four columns are
+// in and `quads` (row length a multiple of 4, 4-element aligned base), else two pair stores when
+// `pairs` (even row length, pair-aligned base), else element stores.
 template <typename T>
 __device__ __forceinline__ void store_rows_2x4(T* row0, int64_t pitch, const float (&out)[2][4], bool second,
-                                               int ncols, bool pairs) {
+                                               int ncols, bool pairs, bool quads) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     if (h == 1 && !second) break;
     T* row = row0 + h * pitch;
-    if (ncols == 4 && pairs) {
+    if (ncols == 4 && quads) {
+      store4(row, out[h]);
+    } else if (ncols == 4 && pairs) {
       store2(row, out[h][0], out[h][1]);
       store2(row + 2, out[h][2], out[h][3]);
     } else {

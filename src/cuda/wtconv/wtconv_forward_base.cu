@@ -281,7 +281,7 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
 #pragma unroll
               for (int u = 0; u < 2; ++u) out[h][2 * v + u] = bias + acc[o + h][2 * v + u] + synth_child(z, h, u);
           }
-          store_rows_2x4(yp, a.Wo, out, o + 1 < n, ncols, a.y_pairs);
+          store_rows_2x4(yp, a.Wo, out, o + 1 < n, ncols, a.y_pairs, a.y_quads);
         }
       });
     } else if (K > 0 && s == 1) {
@@ -422,6 +422,7 @@ cudaError_t launch_forward_base(const FwdBaseArgs<T>& args, size_t smem, cudaStr
     a.pair_base = s == 1 && tw % 2 == 0;
     a.pair_sub = qiw % 2 == 0;
     a.y_pairs = a.Wo % 2 == 0 && reinterpret_cast<uintptr_t>(a.y) % (2 * sizeof(T)) == 0;
+    a.y_quads = a.Wo % 4 == 0 && reinterpret_cast<uintptr_t>(a.y) % (4 * sizeof(T)) == 0;
     a.ocols2 = pair_count(tw);
     a.ostrips4 = strip_count(th, kStripRows);
     a.qcols2 = pair_count(qiw);

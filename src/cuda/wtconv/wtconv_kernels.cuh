@@ -62,6 +62,7 @@ struct FwdBaseArgs {
   QuadDivisors<TileDivmod> quads;  // quad jobs over the qh rows of the x tile
   bool pair_base, pair_sub;  // two columns per strip job in the base / level-1 subband convs
   bool y_pairs = false;      // Wo even and y 2-element aligned: an output column pair is one store
+  bool y_quads = false;      // Wo a multiple of 4 and y 4-element aligned: four output columns, one store
   TileDivmod ocols2, ostrips4, qcols2, qstrips4;  // their column pairs and 4-row strips
   // TMA staging (plan.fwd_base_tma_smem > 0 and the map encodes; set by prepare_forward_base): the x tile
   // of the next item streams into the other buffer while this one is computed.
@@ -130,6 +131,7 @@ struct BwdBaseArgs {
   QuadDivisors<FastDivmod> quads;  // quad jobs over the eh rows of the pixel tile
   bool pair_sub;             // two columns per level-1 subband strip job (tw even)
   bool dx_pairs = false;     // W even and dx 2-element aligned: a pixel column pair is one store
+  bool dx_quads = false;     // W a multiple of 4 and dx 4-element aligned: four pixel columns, one store
   FastDivmod qcols2, qstrips4;  // column pairs of the subband convs; 4-row strips
   // TMA staging (plan.bwd_base_tma_smem > 0 and both maps encode; set by prepare_backward_base):
   // boxes of pitch x 2 eh x 1 x np straight into the pixel tiles (fused: bwd_fused_layout's boxes).
