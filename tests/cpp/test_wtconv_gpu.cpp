@@ -75,9 +75,10 @@ double rel_l2(const std::vector<double>& got, const std::vector<double>& ref) {
 
 // Checks one problem against the float64 oracle and for bit-identical reruns; returns the outputs
 // (y, dx, then every parameter gradient). offset > 0 places x, dy, y and dx that many elements past
-// an aligned address, which turns the kernels' vectorised staging and paired output stores off.
+// an aligned address, which turns the kernels' vectorised staging and paired output stores off;
+// out_offset moves y and dx alone that many elements further (the staging stays vectorised).
 std::vector<std::vector<char>> run_case(int B, int C, int H, int W, int k, int L, int s, Precision prec, bool bias,
-                                        uint32_t seed, int offset = 0) {
+                                        uint32_t seed, int offset = 0, int out_offset = 0) {
   SCOPED_TRACE(::testing::Message() << "B" << B << " C" << C << " " << H << "x" << W << " k" << k << " L" << L
                                     << " s" << s << " prec" << int(prec) << " bias" << bias);
   WtconvProblem p;
@@ -93,9 +94,9 @@ std::vector<std::vector<char>> run_case(int B, int C, int H, int W, int k, int L
   std::vector<std::vector<float>> wl(L), sl(L);
   for (int l = 0; l < L; ++l) { wl[l] = randv(4 * C * kk, 1.f / k, 0); sl[l] = randv(4 * C, 0.3f, 0.5f); }
 
-  const size_t shift = size_t(offset) * esz(prec);
-  DevBuf dx_in(xb.size(), shift), ddy(dyb.size(), shift), dy_out(p.y_elements() * esz(prec), shift),
-      ddx(xb.size(), shift);
+  const size_t shift = size_t(offset) * esz(prec), out_shift = size_t(offset + out_offset) * esz(prec);
+  DevBuf dx_in(xb.size(), shift), ddy(dyb.size(), shift), dy_out(p.y_elements() * esz(prec), out_shift),
+      ddx(xb.size(), out_shift);
   void* x_ptr = dx_in.p;
   void* dy_ptr = ddy.p;
   cudaMemcpy(x_ptr, xb.data(), xb.size(), cudaMemcpyHostToDevice);
@@ -214,6 +215,23 @@ TEST(WtconvGpu, FusedFixedTiles) {
     EXPECT_EQ(plan.bwd_base.tw, wtconv_detail::kFusedBwdTileW);
     run_case(2, 2, c.H, c.W, 5, 2, 1, c.prec, seed % 2 == 0, seed);
     ++seed;
+  }
+}
+
+// The fixed tiles' 4 x 4 epilogues store a row of four outputs in one write when y (dx) is
+// 4-element aligned, as two pair writes when only 2-element aligned, and element by element
+// otherwise: y and dx one and two elements off (x and dy aligned, so the fused instances still
+// run) must give the same bits as the aligned run, in every output.
+TEST(WtconvGpu, FusedFixedTilesUnalignedOutputs) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
+  for (Precision prec : {Precision::kFP32, Precision::kFP16}) {
+    const auto aligned = run_case(2, 2, 37, 80, 5, 2, 1, prec, true, 600);
+    for (int out_offset : {1, 2}) {
+      SCOPED_TRACE(testing::Message() << "y and dx " << out_offset << " elements off");
+      const auto moved = run_case(2, 2, 37, 80, 5, 2, 1, prec, true, 600, 0, out_offset);
+      ASSERT_EQ(aligned.size(), moved.size());
+      for (size_t i = 0; i < aligned.size(); ++i) EXPECT_TRUE(aligned[i] == moved[i]) << "output " << i;
+    }
   }
 }
 
