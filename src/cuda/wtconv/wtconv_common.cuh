@@ -411,7 +411,8 @@ __host__ __device__ __forceinline__ void conv_pair_strip(const float* w, const f
 // boundary, so a pair, quads, then a pair; else quads, then a pair when K + 3 is not a multiple
 // of 4) and feed 4K multiply-adds per output row they touch: about half the shared loads per
 // output of the pair strip. The summation order per output is that of conv_window. The caller
-// guarantees the alignment, that the row holds the floats read, and rows_left >= R + K - 1.
+// guarantees the alignment, that each row holds the floats read, and that the R + K - 1 input
+// rows are all in the tile (a full strip: there is no clamped variant).
 template <int K, bool kOff2>
 __host__ __device__ __forceinline__ void load_quad_strip_row(const float* row, float (&in)[K + 3]) {
   constexpr int n = K + 3, first = kOff2 ? 2 : 0, quads = (n - first) / 4;
