@@ -298,19 +298,13 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
       const T* res0 = a.dxin ? a.dxin + (int64_t(pos.b0) * a.C + c) * a.h1 * a.w1g : nullptr;
       const int64_t res_pstride = int64_t(a.C) * a.h1 * a.w1g;
       if constexpr (kFixed) {
-        // Level 1 in 4 x 4 strips on threads 0 .. 127, level 2 in 4 x 2 strips on the next 64:
-        // one job per thread and no barrier between them.
-        constexpr int kL1Jobs = 4 * (kFusedBwdTileH / 4) * (kFusedBwdTileW / 4);
-        constexpr int kL2Jobs = 4 * (kFusedBwdTileH / 8) * (kFusedBwdTileW / 4);
-        static_assert(kL1Jobs + kL2Jobs <= kBlockThreads, "one job per thread");
-        subband_conv_phase<K, 4, 4, true, kFixed, 0>(kL1Jobs, TileDivmod(uint32_t(kFusedBwdTileW / 4)),
-                                                       TileDivmod(uint32_t(kFusedBwdTileH / 4)), th, tw, w1f, gs,
-                                                       plane, ew, eh, dz, res0, res_pstride, a.B - pos.b0, pos.y0,
-                                                       pos.x0, a.h1, a.w1g);
-        subband_conv_phase<K, 4, 2, true, kFixed, kL1Jobs>(kL2Jobs, TileDivmod(uint32_t(kFusedBwdTileW / 4)),
-                                                             TileDivmod(uint32_t(kFusedBwdTileH / 8)), th2, tw2, w2f,
-                                                             g2s, eh2 * ew2, ew2, eh2, dz2, (const T*)nullptr, 0, 0,
-                                                             0, 0, 0, 0);
+        // Level 1 (th x tw) in 4 x 4 strips on threads 0 .. 127, level 2 (th2 x tw2) in 4 x 2 strips
+        // on the next 64: one job per thread and no barrier between them.
+        fixed_subband_conv_phase<K, 4, kFusedBwdTileH, kFusedBwdTileW, 0>(
+            w1f, gs, plane, ew, eh, dz, res0, res_pstride, a.B - pos.b0, pos.y0, pos.x0, a.h1, a.w1g);
+        fixed_subband_conv_phase<K, 2, kFusedBwdTileH / 2, kFusedBwdTileW / 2,
+                                 fixed_subband_jobs(kFusedBwdTileH, kFusedBwdTileW, 4)>(
+            w2f, g2s, eh2 * ew2, ew2, eh2, dz2, (const T*)nullptr, 0, 0, 0, 0, 0, 0);
       } else if (a.pair_sub)  // two columns per job (tw even)
         subband_conv_phase<K, kStripRows, 2>(
             np * 4 * int(a.qstrips4.divisor) * (tw / 2), a.qcols2, a.qstrips4, th, tw, w1f, gs, plane, ew, eh, dz,
@@ -378,7 +372,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
         // correlations are shorter than the level half's (perf note 39).
         constexpr int kJobs = (2 * kFusedBwdTileH / 4) * (2 * kFusedBwdTileW / 4);
         static_assert(kJobs <= kBlockThreads, "one job per thread");
-        for_thread_jobs<kFixed, kBlockThreads - kJobs>(kJobs, [&](int e) {
+        for_thread_jobs<true, kBlockThreads - kJobs>(kJobs, [&](int e) {
           const StripJob j = strip_job(e, TileDivmod(uint32_t(2 * kFusedBwdTileW / 4)),
                                        TileDivmod(uint32_t(2 * kFusedBwdTileH / 4)), 4);
           const int col = 4 * j.col, b = pos.b0, x = 2 * pos.x0 + col, y0 = 2 * pos.y0 + j.row0;

@@ -1047,5 +1047,25 @@ __device__ __forceinline__ void subband_conv_phase(int jobs, const Div& cols, co
   });
 }
 
+// Jobs of a fixed tile's subband phase: four subbands of rows x cols outputs, in 4-row strips of
+// nc columns.
+__host__ __device__ constexpr int fixed_subband_jobs(int rows, int cols, int nc) {
+  return 4 * (rows / 4) * (cols / nc);
+}
+// A fixed tile's subband phase: subband_conv_phase with the extents (kRows x kCols per subband)
+// at compile time, so that its job count and divisors are constants; every strip full, one job
+// per thread, the jobs from thread kFirst on (a phase beside it takes the threads before).
+template <int K, int NC, int kRows, int kCols, int kFirst, typename Tres>
+__device__ __forceinline__ void fixed_subband_conv_phase(const float* w, const float* src, int src_plane, int src_pitch,
+                                                         int src_rows, float* dst, const Tres* res0,
+                                                         int64_t res_pstride, int nb, int oy, int ox, int h1, int w1) {
+  static_assert(kRows % 4 == 0 && kCols % NC == 0, "whole strips");
+  constexpr int kJobs = fixed_subband_jobs(kRows, kCols, NC);
+  static_assert(kFirst + kJobs <= kBlockThreads, "one job per thread");
+  subband_conv_phase<K, 4, NC, true, true, kFirst>(kJobs, TileDivmod(uint32_t(kCols / NC)),
+                                                   TileDivmod(uint32_t(kRows / 4)), kRows, kCols, w, src, src_plane,
+                                                   src_pitch, src_rows, dst, res0, res_pstride, nb, oy, ox, h1, w1);
+}
+
 }  // namespace wtconv_detail
 }  // namespace winconv

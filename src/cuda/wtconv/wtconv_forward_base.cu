@@ -198,19 +198,14 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
       const float* res0 = a.rin ? a.rin + (int64_t(pos.b0) * a.C + c) * a.h1 * a.w1g : nullptr;
       const int64_t res_pstride = int64_t(a.C) * a.h1 * a.w1g;
       if constexpr (kFixed) {
-        // Level 1 in 4 x 4 strips on threads 0 .. 127, level 2 in 4 x 2 strips on the next 64:
-        // one job per thread and no barrier between them (level 2 in 4 x 4 strips, 32 jobs, measured
-        // level, and slower in the backward: perf note 39).
-        constexpr int kL1Jobs = 4 * (kFusedFwdTileH / 8) * (kFusedFwdTileW / 8);
-        constexpr int kL2Jobs = 4 * (kFusedFwdTileH / 16) * (kFusedFwdTileW / 8);
-        static_assert(kL1Jobs + kL2Jobs <= kBlockThreads, "one job per thread");
-        subband_conv_phase<K, 4, 4, true, true, 0>(kL1Jobs, TileDivmod(uint32_t(kFusedFwdTileW / 8)),
-                                                   TileDivmod(uint32_t(kFusedFwdTileH / 8)), qih, qiw, w1s, ys,
-                                                   yh * yw, yw, yh, zs, (const float*)nullptr, 0, 0, 0, 0, 0, 0);
-        subband_conv_phase<K, 4, 2, true, true, kL1Jobs>(kL2Jobs, TileDivmod(uint32_t(kFusedFwdTileW / 8)),
-                                                         TileDivmod(uint32_t(kFusedFwdTileH / 16)), th2, tw2, w2s,
-                                                         y2s, eh2 * ew2, ew2, eh2, z2s, (const float*)nullptr, 0, 0,
-                                                         0, 0, 0, 0);
+        // Level 1 (qih x qiw) in 4 x 4 strips on threads 0 .. 127, level 2 (th2 x tw2) in 4 x 2
+        // strips on the next 64: one job per thread and no barrier between them (level 2 in 4 x 4
+        // strips, 32 jobs, measured level, and slower in the backward: perf note 39).
+        constexpr int kL1Rows = kFusedFwdTileH / 2, kL1Cols = kFusedFwdTileW / 2;
+        fixed_subband_conv_phase<K, 4, kL1Rows, kL1Cols, 0>(w1s, ys, yh * yw, yw, yh, zs, (const float*)nullptr, 0,
+                                                            0, 0, 0, 0, 0);
+        fixed_subband_conv_phase<K, 2, kL1Rows / 2, kL1Cols / 2, fixed_subband_jobs(kL1Rows, kL1Cols, 4)>(
+            w2s, y2s, eh2 * ew2, ew2, eh2, z2s, (const float*)nullptr, 0, 0, 0, 0, 0, 0);
       } else if constexpr (kFuse2) {  // level 1 and level 2; R_1 joins Z_1 below
         subband_conv_phase<K, 4, 2>(np * 4 * int(a.qstrips4.divisor) * (qiw / 2), a.qcols2, a.qstrips4, qih, qiw,
                                     w1s, ys, yh * yw, yw, yh, zs, (const float*)nullptr, 0, 0, 0, 0, 0, 0);
