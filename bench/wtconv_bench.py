@@ -303,6 +303,10 @@ class Bench:
                 module(self.x_pool.buffers[i])
             fwd_graphs.append(g)
         for i in range(n):
+            # No .grad may exist when a step is captured: the captured backward would then add into
+            # it (x.grad += dx, an extra pass over x that the eager step, which starts without
+            # gradients, does not make). Captured from None, each graph writes its own gradients.
+            self._clear_grads(module)
             g = torch.cuda.CUDAGraph()
             with torch.cuda.graph(g, pool=pool):
                 module(self.x_pool.buffers[i]).backward(self.gy_pool.buffers[i % len(self.gy_pool.buffers)])
