@@ -2,9 +2,10 @@
 // C[i][j] = sum over a plane of g[y][x] * x[y + i - 2][x + j - 2] (zero padded), the loop that is
 // most of the WTConv backward's FMAs. A thread owns C kernel rows and M g rows at a time; per four
 // positions it loads one 16-byte quad of each of its M g rows and of the M + C - 1 x rows they
-// meet, for 20 M C multiply-adds (the kernels today: C = M = 1). How close each gets to the FP32
-// FMA rate bounds what larger correlation tiles can give (docs/wtconv.md, perf note 38); not part
-// of the library.
+// meet, for 20 M C multiply-adds (the kernels today: C = M = 1); corr_seg_kernel gives a thread all
+// five kernel rows on a column segment of one g row or of one x row. How close each gets to the
+// FP32 FMA rate bounds what larger correlation tiles can give (docs/wtconv.md, perf notes 38 and
+// 40); not part of the library.
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a --resource-usage \
 //     dev/cuda/corr_strip_bench.cu -o corr_strip_bench
 //   ./corr_strip_bench [planes [H [W]]]     (default: big_L2's 2048 planes of 512 x 512)
@@ -28,6 +29,23 @@ using strip_bench::Result;
 constexpr int K = 5, REPS = 8;
 
 __device__ __forceinline__ float4 lds4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+
+// Stages the tile at (y0, x0): x rows y0 - 2 .. y0 + TH + 1 (columns x0 - 2 .., zero outside the
+// plane, XP apart, plus 4 zero columns the last quads read) and g rows y0 - GPAD .. y0 + TH + GPAD - 1
+// (GP apart, zero outside the plane and outside the tile's TH rows).
+template <int TH, int TW, int XP, int GP, int GPAD, int THREADS>
+__device__ __forceinline__ void stage_tiles(float* xt, float* gt, const float* xp, const float* gp, int y0, int x0,
+                                            int H, int W) {
+  for (int e = threadIdx.x; e < (TH + K - 1) * (TW + 4); e += THREADS) {
+    const int r = e / (TW + 4), c = e % (TW + 4), gy = y0 + r - K / 2, gx = x0 + c - K / 2;
+    xt[r * XP + c] = (gy >= 0 && gy < H && gx >= 0 && gx < W) ? xp[size_t(gy) * W + gx] : 0.f;
+  }
+  for (int e = threadIdx.x; e < (TH + 2 * GPAD) * TW; e += THREADS) {
+    const int r = e / TW - GPAD, c = e % TW, gy = y0 + r, gx = x0 + c;
+    gt[(r + GPAD) * GP + c] = (r >= 0 && r < TH && gy < H && gx < W) ? gp[size_t(gy) * W + gx] : 0.f;
+  }
+  for (int e = threadIdx.x; e < (TH + K - 1) * 4; e += THREADS) xt[(e / 4) * XP + TW + 4 + e % 4] = 0.f;  // read, unused
+}
 
 // Tiles of TH x TW g values (and TH + 4 x TW + 4 x values, column c at x0 - 2 + c) of one plane per
 // item; a block's tiles are those of plane blockIdx.x / splits, strided by splits. Each block
@@ -60,15 +78,7 @@ __global__ void __launch_bounds__((K / C) * (TH / M), MINB)
   for (int t = split; t < tiles; t += splits) {
     const int y0 = (t / tiles_x) * TH, x0 = (t % tiles_x) * TW;
     __syncthreads();
-    for (int e = threadIdx.x; e < (TH + K - 1) * (TW + 4); e += THREADS) {
-      const int r = e / (TW + 4), c = e % (TW + 4), gy = y0 + r - K / 2, gx = x0 + c - K / 2;
-      xt[r * XP + c] = (gy >= 0 && gy < H && gx >= 0 && gx < W) ? xp[size_t(gy) * W + gx] : 0.f;
-    }
-    for (int e = threadIdx.x; e < TH * TW; e += THREADS) {
-      const int r = e / TW, c = e % TW, gy = y0 + r, gx = x0 + c;
-      gt[r * GP + c] = (gy < H && gx < W) ? gp[size_t(gy) * W + gx] : 0.f;
-    }
-    for (int e = threadIdx.x; e < (TH + K - 1) * 4; e += THREADS) xt[(e / 4) * XP + TW + 4 + e % 4] = 0.f;  // read, unused
+    stage_tiles<TH, TW, XP, GP, 0, THREADS>(xt, gt, xp, gp, y0, x0, H, W);
     __syncthreads();
     int off = 0;
 #pragma unroll 1
@@ -117,11 +127,108 @@ __global__ void __launch_bounds__((K / C) * (TH / M), MINB)
   }
 }
 
-template <int C, int M, int TH, int TW, int MINB>
-Result run(const char* name, const float* dx, const float* dg, float* dpart, int planes, int H, int W,
-           const std::vector<float>& hx, const std::vector<float>& hg) {
-  constexpr int THREADS = (K / C) * (TH / M);
-  auto kernel = corr_kernel<C, M, TH, TW, MINB>;
+// All K kernel rows per thread, on one column segment (SEG columns) of a tile row, two ways:
+// - kXRow false: the thread owns one g row and meets the K x rows below it (the C = K, M = 1
+//   case above with the columns split, so that a tile has more threads): per four positions one
+//   g quad and K x quads, each x row with its own carried quad;
+// - kXRow true: the thread owns one x row and meets the K g rows it pairs with (x row t with g
+//   row t - i for kernel row i): per four positions one x quad (one carried quad) and K g quads,
+//   which slide nowhere, so the registers are the 25 sums, one x ring and the g quad in use. The
+//   g tile has K - 1 zero rows above and below, so the threads of the edge rows run the same
+//   code; their products with the zero rows are work the FLOP count does not credit.
+template <bool kXRow, int TH, int TW, int SEG, int MINB>
+__global__ void __launch_bounds__((TH + (kXRow ? K - 1 : 0)) * (TW / SEG), MINB)
+    corr_seg_kernel(const float* __restrict__ x, const float* __restrict__ g, float* __restrict__ partial,
+                    int planes, int H, int W, int splits) {
+  static_assert(TW % SEG == 0 && SEG % 4 == 0, "whole segments of quads");
+  constexpr int ROWS = TH + (kXRow ? K - 1 : 0), THREADS = ROWS * (TW / SEG);
+  constexpr int XP = (TW + 8 + 27) / 32 * 32 + 4, GP = (TW + 27) / 32 * 32 + 4;
+  constexpr int GPAD = kXRow ? K - 1 : 0;  // zero g rows above and below the tile
+  constexpr int kTiles = (TH + K - 1) * XP + (TH + 2 * GPAD) * GP;
+  static_assert(THREADS * K * K <= kTiles, "the sums fit in the tiles");
+  __shared__ __align__(16) float smem[kTiles];
+  float* const xt = smem;
+  float* const gt = smem + (TH + K - 1) * XP;  // g row r (-GPAD <= r < TH + GPAD) at gt + (r + GPAD) * GP
+  float* const red = smem;
+  const int plane = blockIdx.x / splits, split = blockIdx.x % splits;
+  const int row = threadIdx.x % ROWS, seg = threadIdx.x / ROWS;  // neighbouring lanes: neighbouring rows
+  const int tiles_x = (W + TW - 1) / TW, tiles = ((H + TH - 1) / TH) * tiles_x;
+  const float* xp = x + size_t(plane) * H * W;
+  const float* gp = g + size_t(plane) * H * W;
+  float acc[K][K];
+#pragma unroll
+  for (int i = 0; i < K; ++i)
+#pragma unroll
+    for (int j = 0; j < K; ++j) acc[i][j] = 0.f;
+  for (int t = split; t < tiles; t += splits) {
+    const int y0 = (t / tiles_x) * TH, x0 = (t % tiles_x) * TW;
+    __syncthreads();
+    stage_tiles<TH, TW, XP, GP, GPAD, THREADS>(xt, gt, xp, gp, y0, x0, H, W);
+    __syncthreads();
+    int off = 0;
+#pragma unroll 1
+    for (int rep = 0; rep < REPS; ++rep) {
+      asm volatile("" : "+r"(off));  // rows reloaded in every pass, as the kernels' phases do
+      if constexpr (kXRow) {
+        // x row `row` (tile row row - 2 + ... : x tile row index = row), g rows row - i.
+        const float* xr = xt + off + row * XP + seg * SEG;
+        const float* gr = gt + off + (row + GPAD) * GP + seg * SEG;  // g row `row`; row - i is i GP before
+        float4 prev = lds4(xr);
+#pragma unroll
+        for (int x4 = 0; x4 < SEG; x4 += 4) {
+          const float4 nx = lds4(xr + x4 + 4);
+          const float w[8] = {prev.x, prev.y, prev.z, prev.w, nx.x, nx.y, nx.z, nx.w};
+#pragma unroll
+          for (int i = 0; i < K; ++i) {
+            const float4 gq = lds4(gr - i * GP + x4);
+            const float gv[4] = {gq.x, gq.y, gq.z, gq.w};
+#pragma unroll
+            for (int v = 0; v < 4; ++v)
+#pragma unroll
+              for (int j = 0; j < K; ++j) acc[i][j] = fmaf(gv[v], w[v + j], acc[i][j]);
+          }
+          prev = nx;
+        }
+      } else {
+        const float* xr = xt + off + row * XP + seg * SEG;  // x rows row .. row + K - 1
+        const float* gr = gt + off + row * GP + seg * SEG;
+        float4 prev[K];
+#pragma unroll
+        for (int i = 0; i < K; ++i) prev[i] = lds4(xr + i * XP);
+#pragma unroll
+        for (int x4 = 0; x4 < SEG; x4 += 4) {
+          const float4 gq = lds4(gr + x4);
+          const float gv[4] = {gq.x, gq.y, gq.z, gq.w};
+#pragma unroll
+          for (int i = 0; i < K; ++i) {
+            const float4 nx = lds4(xr + i * XP + x4 + 4);
+            const float w[8] = {prev[i].x, prev[i].y, prev[i].z, prev[i].w, nx.x, nx.y, nx.z, nx.w};
+#pragma unroll
+            for (int v = 0; v < 4; ++v)
+#pragma unroll
+              for (int j = 0; j < K; ++j) acc[i][j] = fmaf(gv[v], w[v + j], acc[i][j]);
+            prev[i] = nx;
+          }
+        }
+      }
+    }
+  }
+  __syncthreads();  // the tiles are free
+#pragma unroll
+  for (int i = 0; i < K; ++i)
+#pragma unroll
+    for (int j = 0; j < K; ++j) red[threadIdx.x * K * K + i * K + j] = acc[i][j];
+  __syncthreads();
+  if (threadIdx.x < K * K) {
+    float s = 0.f;
+    for (int r = 0; r < THREADS; ++r) s += red[r * K * K + threadIdx.x];
+    partial[size_t(blockIdx.x) * K * K + threadIdx.x] = s;
+  }
+}
+
+template <typename Kernel>
+Result run_kernel(const char* name, Kernel kernel, int THREADS, int TH, int TW, const float* dx, const float* dg,
+                  float* dpart, int planes, int H, int W, const std::vector<float>& hx, const std::vector<float>& hg) {
   const strip_bench::Geometry geo =
       strip_bench::geometry(kernel, THREADS, planes, ((H + TH - 1) / TH) * ((W + TW - 1) / TW));
   const int splits = geo.splits;
@@ -153,6 +260,19 @@ Result run(const char* name, const float* dx, const float* dg, float* dpart, int
   return {name, ms, flops / (ms * 1e-3) / 1e12, std::sqrt(num / den), geo.regs, geo.blocks_per_sm};
 }
 
+template <int C, int M, int TH, int TW, int MINB>
+Result run(const char* name, const float* dx, const float* dg, float* dpart, int planes, int H, int W,
+           const std::vector<float>& hx, const std::vector<float>& hg) {
+  return run_kernel(name, corr_kernel<C, M, TH, TW, MINB>, (K / C) * (TH / M), TH, TW, dx, dg, dpart, planes, H, W,
+                    hx, hg);
+}
+template <bool kXRow, int TH, int TW, int SEG, int MINB>
+Result run_seg(const char* name, const float* dx, const float* dg, float* dpart, int planes, int H, int W,
+               const std::vector<float>& hx, const std::vector<float>& hg) {
+  return run_kernel(name, corr_seg_kernel<kXRow, TH, TW, SEG, MINB>, (TH + (kXRow ? K - 1 : 0)) * (TW / SEG), TH,
+                    TW, dx, dg, dpart, planes, H, W, hx, hg);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -169,6 +289,14 @@ int main(int argc, char** argv) {
   rs.push_back(run<5, 1, 96, 32, 5>("C5 M1 96x32 96t", dx, dg, dpart, planes, H, W, hx, hg));
   rs.push_back(run<5, 2, 96, 32, 5>("C5 M2 96x32 48t", dx, dg, dpart, planes, H, W, hx, hg));
   rs.push_back(run<5, 1, 64, 64, 5>("C5 M1 64x64 64t", dx, dg, dpart, planes, H, W, hx, hg));
+  // All five kernel rows per thread on column segments: a g row each, or an x row each (xrow).
+  rs.push_back(run_seg<false, 32, 64, 16, 4>("C5 seg16 32x64 128t", dx, dg, dpart, planes, H, W, hx, hg));
+  rs.push_back(run_seg<false, 32, 64, 16, 6>("C5 seg16 32x64 128t b6", dx, dg, dpart, planes, H, W, hx, hg));
+  rs.push_back(run_seg<false, 32, 64, 32, 8>("C5 seg32 32x64 64t", dx, dg, dpart, planes, H, W, hx, hg));
+  rs.push_back(run_seg<true, 28, 64, 16, 4>("xrow seg16 28x64 128t", dx, dg, dpart, planes, H, W, hx, hg));
+  rs.push_back(run_seg<true, 28, 64, 16, 6>("xrow seg16 28x64 128t b6", dx, dg, dpart, planes, H, W, hx, hg));
+  rs.push_back(run_seg<true, 28, 64, 32, 8>("xrow seg32 28x64 64t", dx, dg, dpart, planes, H, W, hx, hg));
+  rs.push_back(run_seg<true, 60, 64, 16, 3>("xrow seg16 60x64 256t", dx, dg, dpart, planes, H, W, hx, hg));
   std::printf("5x5 weight-gradient correlation fp32, %d planes of %d x %d, %d passes per tile (%.3g GFLOP)\n",
               planes, H, W, REPS, 2.0 * REPS * K * K * n / 1e9);
   const int bad = strip_bench::print_results(rs, 1e-4);  // float sums of ~2e6 products per entry

@@ -178,9 +178,10 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
     }
     __syncthreads();
   }
+  const ItemStep istep = item_step(a.g, step);
   int iteration = 0;
-  for (int64_t item = begin; item < end; item += step, ++iteration) {
-    const ItemPos pos = decode_item(a.g, item);
+  ItemPos pos = decode_item(a.g, begin);
+  for (int64_t item = begin; item < end; item += step, ++iteration, pos = next_item(pos, istep, a.g)) {
     const int g2 = kFuse2 ? 2 * r : 0;  // fused: the boxes' extra pixels for level 2's halo
     const int py0 = bwd_box_origin(pos.y0, r, g2), px0 = bwd_box_origin(pos.x0, r, g2);
     __syncthreads();
@@ -199,7 +200,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
           tma_load_4d(ds, &a.dmap, px0, py0, c, pos.b0, bar);
         }
         if (item + step < end) {
-          const ItemPos nx = decode_item(a.g, item + step);
+          const ItemPos nx = next_item(pos, istep, a.g);
           const int ny = bwd_box_origin(nx.y0, r, g2), nxx = bwd_box_origin(nx.x0, r, g2);
           tma_prefetch_4d(&a.xmap, nxx, ny, c, nx.b0);
           tma_prefetch_4d(&a.dmap, nxx, ny, c, nx.b0);

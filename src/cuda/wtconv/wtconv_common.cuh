@@ -821,6 +821,33 @@ __device__ __forceinline__ ItemPos decode_item(const TileGeom& g, int64_t item) 
   return p;
 }
 
+// The position of item + step from that of item, without the decode's two divisions: the block's
+// items go in a fixed step (block_items), so the step is decoded once (d) and added axis by axis
+// with one carry each (every component of d, and of a position, is below its axis' extent, so a
+// sum is below twice it). The base kernels' items are short enough on big planes that the decode,
+// which every warp ran at each item, was ~3% of the forward's instructions.
+struct ItemStep {
+  ItemPos d;
+  int xspan, yspan;  // tiles_x * tw, tiles_y * th
+};
+__device__ __forceinline__ ItemStep item_step(const TileGeom& g, int64_t step) {
+  return {decode_item(g, step), g.tiles_x * g.tw, g.tiles_y * g.th};
+}
+__device__ __forceinline__ ItemPos next_item(ItemPos p, const ItemStep& s, const TileGeom& g) {
+  p.x0 += s.d.x0;
+  if (p.x0 >= s.xspan) {
+    p.x0 -= s.xspan;
+    p.y0 += g.th;
+  }
+  p.y0 += s.d.y0;
+  if (p.y0 >= s.yspan) {
+    p.y0 -= s.yspan;
+    p.b0 += g.np;
+  }
+  p.b0 += s.d.b0;
+  return p;
+}
+
 // Index divisors of a level kernel's tile (set on the host by level_divisors): halo plane
 // (eh*ew) and row (ew), coefficient tile (th*tw) and row (tw), strips per subband column.
 struct LevelDivisors {

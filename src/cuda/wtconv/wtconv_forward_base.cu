@@ -97,19 +97,19 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
 
   int64_t begin, end, step;
   block_items<true>(a.g.items, a.g.splits, split, &begin, &end, &step);  // strided: halos from L2
-  // TMA: thread 0 asks for the x tile of an item (its origin as below; rows and columns outside x,
-  // and planes past the batch, arrive as zeros).
-  const auto request_tile = [&](int64_t item, int buf) {
-    const ItemPos pos = decode_item(a.g, item);
+  const ItemStep istep = item_step(a.g, step);
+  // TMA: thread 0 asks for the x tile of the item at pos (its origin as below; rows and columns
+  // outside x, and planes past the batch, arrive as zeros).
+  const auto request_tile = [&](const ItemPos& pos, int buf) {
     const int x0y = fwd_tile_origin(pos.y0, s, r, g2), x0x = fwd_tile_origin(pos.x0, s, r, g2);
     mbarrier_expect_bytes(bars + buf, uint32_t(np * xh * xp * sizeof(T)));
     tma_load_4d(tbuf + buf * tbytes, &a.xmap, x0x - tma_box_offset(x0x, sizeof(T)), x0y, c, pos.b0, bars + buf);
   };
-  // Fused (one buffer): the box of `item`, and the next item's into L2 meanwhile.
-  const auto request_box = [&](int64_t item) {
-    request_tile(item, 0);
+  // Fused (one buffer): the box of `item` (at pos), and the next item's into L2 meanwhile.
+  const auto request_box = [&](const ItemPos& pos, int64_t item) {
+    request_tile(pos, 0);
     if (item + step < end) {
-      const ItemPos nx = decode_item(a.g, item + step);
+      const ItemPos nx = next_item(pos, istep, a.g);
       const int ny = fwd_tile_origin(nx.y0, s, r, g2), nxx = fwd_tile_origin(nx.x0, s, r, g2);
       tma_prefetch_4d(&a.xmap, nxx - tma_box_offset(nxx, sizeof(T)), ny, c, nx.b0);
     }
@@ -122,13 +122,13 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
     }
     __syncthreads();
     if (threadIdx.x == 0 && begin < end) {
-      if (kFuse2) request_box(begin);
-      else request_tile(begin, 0);
+      if (kFuse2) request_box(decode_item(a.g, begin), begin);
+      else request_tile(decode_item(a.g, begin), 0);
     }
   }
   int iteration = 0;
-  for (int64_t item = begin; item < end; item += step, ++iteration) {
-    const ItemPos pos = decode_item(a.g, item);
+  ItemPos pos = decode_item(a.g, begin);
+  for (int64_t item = begin; item < end; item += step, ++iteration, pos = next_item(pos, istep, a.g)) {
     const int qay = (s * pos.y0) >> 1, qax = (s * pos.x0) >> 1;  // first interior coefficient
     const int x0y = fwd_tile_origin(pos.y0, s, r, g2), x0x = fwd_tile_origin(pos.x0, s, r, g2);
     __syncthreads();
@@ -143,7 +143,7 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
       // Buffer iteration % 2 holds this item; the other one, free since the barrier above, takes
       // the next item's tile while this one is computed.
       const int buf = iteration & 1;
-      if (threadIdx.x == 0 && item + step < end) request_tile(item + step, buf ^ 1);
+      if (threadIdx.x == 0 && item + step < end) request_tile(next_item(pos, istep, a.g), buf ^ 1);
       mbarrier_wait(bars + buf, uint32_t(iteration >> 1) & 1u);
       const T* tile = reinterpret_cast<const T*>(tbuf + buf * tbytes);
       if (inplace) xs = reinterpret_cast<float*>(tbuf + buf * tbytes);
@@ -190,7 +190,7 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
     }
     __syncthreads();
     if constexpr (kFuse2) {  // the Haar pass has read the box: the next one streams in
-      if (threadIdx.x == 0 && item + step < end) request_box(item + step);
+      if (threadIdx.x == 0 && item + step < end) request_box(next_item(pos, istep, a.g), item + step);
     }
     if constexpr (K > 0) {
       // Level-1 subband convs, register-blocked (one column strip of one subband per job), + R_1.
