@@ -800,7 +800,7 @@ struct ItemPos {
   int b0, y0, x0;  // first plane (b) of the item, tile origin in the tile's grid
 };
 
-__device__ __forceinline__ ItemPos decode_item(const TileGeom& g, int64_t item) {
+__host__ __device__ __forceinline__ ItemPos decode_item(const TileGeom& g, int64_t item) {
   int bg, ty, tx;
   if (g.items32) {
     uint32_t q, rem, y, x;
@@ -830,10 +830,10 @@ struct ItemStep {
   ItemPos d;
   int xspan, yspan;  // tiles_x * tw, tiles_y * th
 };
-__device__ __forceinline__ ItemStep item_step(const TileGeom& g, int64_t step) {
+__host__ __device__ __forceinline__ ItemStep item_step(const TileGeom& g, int64_t step) {
   return {decode_item(g, step), g.tiles_x * g.tw, g.tiles_y * g.th};
 }
-__device__ __forceinline__ ItemPos next_item(ItemPos p, const ItemStep& s, const TileGeom& g) {
+__host__ __device__ __forceinline__ ItemPos next_item(ItemPos p, const ItemStep& s, const TileGeom& g) {
   p.x0 += s.d.x0;
   if (p.x0 >= s.xspan) {
     p.x0 -= s.xspan;
