@@ -63,6 +63,14 @@ def flop_count(shape: dict) -> int:
     return 2 * k * k * total
 
 
+def _rounds_note(env) -> str:
+    rounds = env.get("eager_rounds", 1)
+    if rounds <= 1:
+        return ""
+    return (f" (eager steps under 5 ms: the lowest of {rounds} such medians, from rounds that take the"
+            " implementations in turn)")
+
+
 def summary_markdown(rows, env, table) -> str:
     shapes = list(env["shapes"])
     lines = [
@@ -70,8 +78,8 @@ def summary_markdown(rows, env, table) -> str:
         "",
         f"GPU {env['gpu']}, PyTorch {env['torch']} (CUDA {env['cuda']}, cuDNN {env['cudnn']}), {env['date']}, "
         f"commit {env.get('commit', 'unknown')}; "
-        f"winconv kernels: {env['winconv_kernels']} (eager binding: {env.get('eager_binding', 'ctypes')}). Median of {env['iters']} CUDA-event timings after warm-up, "
-        f"inputs rotated over > 2x the {env['l2_bytes'] / 2**20:.0f} MiB L2. "
+        f"winconv kernels: {env['winconv_kernels']} (eager binding: {env.get('eager_binding', 'ctypes')}). Median of {env['iters']} CUDA-event timings after warm-up"
+        f"{_rounds_note(env)}, inputs rotated over > 2x the {env['l2_bytes'] / 2**20:.0f} MiB L2. "
         f"Measured device copy bandwidth (read + write): {env['copy_GBps']:.0f} GB/s.",
         "",
         "Ratios are the other implementation's time divided by winconv's (above 1: winconv is faster). "

@@ -57,6 +57,34 @@ def test_argument_checks():
     assert args.impls == ["winconv", "depthwise7x7"] and args.dtypes == ["bf16"]
     assert args.commit and " " not in args.commit  # this checkout's commit, or "unknown"
     assert wtconv_bench.parse_args(["--commit", "abc1234"]).commit == "abc1234"
+    with pytest.raises(SystemExit):
+        wtconv_bench.parse_args(["--eager-rounds", "0"])
+    assert wtconv_bench.parse_args([]).eager_rounds == 3
+
+
+def test_eager_rounds_keep_each_implementations_lowest_median():
+    # Two more rounds, the implementations in turn: each keeps its lowest fwd and train median,
+    # and an implementation that failed in the first round is not timed again.
+    # Steps of HOST_BOUND_MS or more (depthwise7x7's training step here) are not re-timed.
+    timings = {"winconv": [(0.9, 3.0), (1.1, 1.5)], "depthwise7x7": [(2.0, 4.5), (2.5, 4.0)]}
+    calls = []
+
+    class FakeBench:
+        def eager_times(self, module, fwd_too, train_too):
+            calls.append((module, fwd_too, train_too))
+            fwd, train = timings[module].pop(0)
+            return (fwd if fwd_too else None), (train if train_too else None)
+
+    constructors = {impl: (lambda impl=impl: impl) for impl in ("winconv", "depthwise7x7", "official_fused")}
+    results = [wtconv_bench.Result("s", "fp32", impl) for impl in constructors]
+    results[0].values.update(fwd_ms=1.0, train_ms=2.0)
+    results[1].values.update(fwd_ms=2.2, train_ms=wtconv_bench.HOST_BOUND_MS)
+    results[2].values.update(error="failed")
+    wtconv_bench.eager_rounds(FakeBench(), constructors, results, 2)
+    assert calls == [("winconv", True, True), ("depthwise7x7", True, False)] * 2
+    assert (results[0].values["fwd_ms"], results[0].values["train_ms"]) == (0.9, 1.5)
+    assert (results[1].values["fwd_ms"], results[1].values["train_ms"]) == (2.0, wtconv_bench.HOST_BOUND_MS)
+    assert "fwd_ms" not in results[2].values
 
 
 def test_report_from_a_results_folder(tmp_path):
@@ -65,7 +93,7 @@ def test_report_from_a_results_folder(tmp_path):
     ]
     env = {"gpu": "test GPU", "torch": torch.__version__, "cuda": None, "cudnn": None, "date": "today",
            "commit": "abc1234",
-           "winconv_kernels": "fused", "copy_GBps": 4000.0, "l2_bytes": 50 * 2**20, "iters": 20,
+           "winconv_kernels": "fused", "copy_GBps": 4000.0, "l2_bytes": 50 * 2**20, "iters": 20, "eager_rounds": 3,
            "shapes": {s.name: vars(s) for s in shapes}}
     (tmp_path / "wtconv_env.json").write_text(json.dumps(env))
     with (tmp_path / "wtconv_extra.csv").open("w", newline="") as f:
@@ -83,6 +111,7 @@ def test_report_from_a_results_folder(tmp_path):
     assert "## fp32" in text and "## bf16" in text and "## fp16" not in text
     assert "**geomean**" in text and "big_L2: against the I/O floor" in text
     assert "commit abc1234" in text
+    assert "the lowest of 3 such medians" in text
     assert "| 2.00 |" in text  # official_fused fwd ratio of the first shape: 2.0 / 1.0
     pytest.importorskip("matplotlib")
     plot_wtconv.write_report(tmp_path)
