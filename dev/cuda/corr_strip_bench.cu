@@ -30,12 +30,21 @@ constexpr int K = 5, REPS = 8;
 
 __device__ __forceinline__ float4 lds4(const float* p) { return *reinterpret_cast<const float4*>(p); }
 
+// Row pitches (floats) of the staged tiles, 4 mod 32: the 16-byte loads of eight threads on eight
+// consecutive rows (a wavefront) then fall on distinct banks. An x row holds TW + 4 values and the 4
+// zeros the last quads read past them.
+template <int TW>
+constexpr int kXPitch = (TW + 8 + 27) / 32 * 32 + 4;
+template <int TW>
+constexpr int kGPitch = (TW + 27) / 32 * 32 + 4;
+
 // Stages the tile at (y0, x0): x rows y0 - 2 .. y0 + TH + 1 (columns x0 - 2 .., zero outside the
-// plane, XP apart, plus 4 zero columns the last quads read) and g rows y0 - GPAD .. y0 + TH + GPAD - 1
-// (GP apart, zero outside the plane and outside the tile's TH rows).
-template <int TH, int TW, int XP, int GP, int GPAD, int THREADS>
+// plane, plus 4 zero columns the last quads read) and g rows y0 - GPAD .. y0 + TH + GPAD - 1 (zero
+// outside the plane and outside the tile's TH rows).
+template <int TH, int TW, int GPAD, int THREADS>
 __device__ __forceinline__ void stage_tiles(float* xt, float* gt, const float* xp, const float* gp, int y0, int x0,
                                             int H, int W) {
+  constexpr int XP = kXPitch<TW>, GP = kGPitch<TW>;
   for (int e = threadIdx.x; e < (TH + K - 1) * (TW + 4); e += THREADS) {
     const int r = e / (TW + 4), c = e % (TW + 4), gy = y0 + r - K / 2, gx = x0 + c - K / 2;
     xt[r * XP + c] = (gy >= 0 && gy < H && gx >= 0 && gx < W) ? xp[size_t(gy) * W + gx] : 0.f;
@@ -47,6 +56,32 @@ __device__ __forceinline__ void stage_tiles(float* xt, float* gt, const float* x
   for (int e = threadIdx.x; e < (TH + K - 1) * 4; e += THREADS) xt[(e / 4) * XP + TW + 4 + e % 4] = 0.f;  // read, unused
 }
 
+// The tile loop of every kernel here: the tiles of plane blockIdx.x / splits, strided by splits, each
+// staged (stage_tiles) and then correlated REPS times by pass(off), off an offset the compiler cannot
+// see through, so that every pass reloads its rows as the kernels' phases do. Ends with the tiles
+// free for the block's sums.
+template <int TH, int TW, int GPAD, int THREADS, typename Pass>
+__device__ __forceinline__ void for_each_tile_pass(float* xt, float* gt, const float* x, const float* g, int H,
+                                                   int W, int splits, Pass&& pass) {
+  const int plane = blockIdx.x / splits, split = blockIdx.x % splits;
+  const int tiles_x = (W + TW - 1) / TW, tiles = ((H + TH - 1) / TH) * tiles_x;
+  const float* xp = x + size_t(plane) * H * W;
+  const float* gp = g + size_t(plane) * H * W;
+  for (int t = split; t < tiles; t += splits) {
+    const int y0 = (t / tiles_x) * TH, x0 = (t % tiles_x) * TW;
+    __syncthreads();
+    stage_tiles<TH, TW, GPAD, THREADS>(xt, gt, xp, gp, y0, x0, H, W);
+    __syncthreads();
+    int off = 0;
+#pragma unroll 1
+    for (int rep = 0; rep < REPS; ++rep) {
+      asm volatile("" : "+r"(off));
+      pass(off);
+    }
+  }
+  __syncthreads();
+}
+
 // Tiles of TH x TW g values (and TH + 4 x TW + 4 x values, column c at x0 - 2 + c) of one plane per
 // item; a block's tiles are those of plane blockIdx.x / splits, strided by splits. Each block
 // writes its 25 sums (fixed order) to partial[blockIdx.x].
@@ -55,9 +90,7 @@ __global__ void __launch_bounds__((K / C) * (TH / M), MINB)
     corr_kernel(const float* __restrict__ x, const float* __restrict__ g, float* __restrict__ partial, int planes,
                 int H, int W, int splits) {
   static_assert(K % C == 0 && TH % M == 0 && TW % 4 == 0, "whole groups");
-  // Pitches (floats) of 4 mod 32: the 16-byte loads of eight threads on eight consecutive rows
-  // (a wavefront) then fall on distinct banks.
-  constexpr int THREADS = (K / C) * (TH / M), XP = (TW + 8 + 27) / 32 * 32 + 4, GP = (TW + 27) / 32 * 32 + 4;
+  constexpr int THREADS = (K / C) * (TH / M), XP = kXPitch<TW>, GP = kGPitch<TW>;
   // The x and g tiles; the block's sums reuse them at the end.
   constexpr int kTiles = (TH + K - 1) * XP + TH * GP;
   static_assert(THREADS * C * K <= kTiles, "the sums fit in the tiles");
@@ -65,55 +98,41 @@ __global__ void __launch_bounds__((K / C) * (TH / M), MINB)
   float* const xt = smem;
   float* const gt = smem + (TH + K - 1) * XP;
   float* const red = smem;
-  const int plane = blockIdx.x / splits, split = blockIdx.x % splits;
   const int kg = threadIdx.x % (K / C), rg = threadIdx.x / (K / C);  // kernel rows kg C.., g rows rg M..
-  const int tiles_x = (W + TW - 1) / TW, tiles = ((H + TH - 1) / TH) * tiles_x;
-  const float* xp = x + size_t(plane) * H * W;
-  const float* gp = g + size_t(plane) * H * W;
   float acc[C][K];
 #pragma unroll
   for (int c = 0; c < C; ++c)
 #pragma unroll
     for (int j = 0; j < K; ++j) acc[c][j] = 0.f;
-  for (int t = split; t < tiles; t += splits) {
-    const int y0 = (t / tiles_x) * TH, x0 = (t % tiles_x) * TW;
-    __syncthreads();
-    stage_tiles<TH, TW, XP, GP, 0, THREADS>(xt, gt, xp, gp, y0, x0, H, W);
-    __syncthreads();
-    int off = 0;
-#pragma unroll 1
-    for (int rep = 0; rep < REPS; ++rep) {
-      asm volatile("" : "+r"(off));  // rows reloaded in every pass, as the kernels' phases do
-      const float* xr = xt + off + (rg * M + kg * C) * XP;  // x row of g row rg M and kernel row kg C
-      const float* gr = gt + off + rg * M * GP;
-      float4 prev[M + C - 1];
+  for_each_tile_pass<TH, TW, 0, THREADS>(xt, gt, x, g, H, W, splits, [&](int off) {
+    const float* xr = xt + off + (rg * M + kg * C) * XP;  // x row of g row rg M and kernel row kg C
+    const float* gr = gt + off + rg * M * GP;
+    float4 prev[M + C - 1];
 #pragma unroll
-      for (int q = 0; q < M + C - 1; ++q) prev[q] = lds4(xr + q * XP);
+    for (int q = 0; q < M + C - 1; ++q) prev[q] = lds4(xr + q * XP);
 #pragma unroll 4
-      for (int x4 = 0; x4 < TW; x4 += 4) {
-        float4 nx[M + C - 1], gq[M];
+    for (int x4 = 0; x4 < TW; x4 += 4) {
+      float4 nx[M + C - 1], gq[M];
 #pragma unroll
-        for (int q = 0; q < M + C - 1; ++q) nx[q] = lds4(xr + q * XP + x4 + 4);
+      for (int q = 0; q < M + C - 1; ++q) nx[q] = lds4(xr + q * XP + x4 + 4);
 #pragma unroll
-        for (int m = 0; m < M; ++m) gq[m] = lds4(gr + m * GP + x4);
+      for (int m = 0; m < M; ++m) gq[m] = lds4(gr + m * GP + x4);
 #pragma unroll
-        for (int m = 0; m < M; ++m)
+      for (int m = 0; m < M; ++m)
 #pragma unroll
-          for (int c = 0; c < C; ++c) {
-            const float4 a = prev[m + c], b = nx[m + c];
-            const float w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-            const float gv[4] = {gq[m].x, gq[m].y, gq[m].z, gq[m].w};
+        for (int c = 0; c < C; ++c) {
+          const float4 a = prev[m + c], b = nx[m + c];
+          const float w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+          const float gv[4] = {gq[m].x, gq[m].y, gq[m].z, gq[m].w};
 #pragma unroll
-            for (int v = 0; v < 4; ++v)
+          for (int v = 0; v < 4; ++v)
 #pragma unroll
-              for (int j = 0; j < K; ++j) acc[c][j] = fmaf(gv[v], w[v + j], acc[c][j]);
-          }
+            for (int j = 0; j < K; ++j) acc[c][j] = fmaf(gv[v], w[v + j], acc[c][j]);
+        }
 #pragma unroll
-        for (int q = 0; q < M + C - 1; ++q) prev[q] = nx[q];
-      }
+      for (int q = 0; q < M + C - 1; ++q) prev[q] = nx[q];
     }
-  }
-  __syncthreads();  // the tiles are free
+  });
 #pragma unroll
   for (int c = 0; c < C; ++c)
 #pragma unroll
@@ -142,7 +161,7 @@ __global__ void __launch_bounds__((TH + (kXRow ? K - 1 : 0)) * (TW / SEG), MINB)
                     int planes, int H, int W, int splits) {
   static_assert(TW % SEG == 0 && SEG % 4 == 0, "whole segments of quads");
   constexpr int ROWS = TH + (kXRow ? K - 1 : 0), THREADS = ROWS * (TW / SEG);
-  constexpr int XP = (TW + 8 + 27) / 32 * 32 + 4, GP = (TW + 27) / 32 * 32 + 4;
+  constexpr int XP = kXPitch<TW>, GP = kGPitch<TW>;
   constexpr int GPAD = kXRow ? K - 1 : 0;  // zero g rows above and below the tile
   constexpr int kTiles = (TH + K - 1) * XP + (TH + 2 * GPAD) * GP;
   static_assert(THREADS * K * K <= kTiles, "the sums fit in the tiles");
@@ -150,70 +169,56 @@ __global__ void __launch_bounds__((TH + (kXRow ? K - 1 : 0)) * (TW / SEG), MINB)
   float* const xt = smem;
   float* const gt = smem + (TH + K - 1) * XP;  // g row r (-GPAD <= r < TH + GPAD) at gt + (r + GPAD) * GP
   float* const red = smem;
-  const int plane = blockIdx.x / splits, split = blockIdx.x % splits;
   const int row = threadIdx.x % ROWS, seg = threadIdx.x / ROWS;  // neighbouring lanes: neighbouring rows
-  const int tiles_x = (W + TW - 1) / TW, tiles = ((H + TH - 1) / TH) * tiles_x;
-  const float* xp = x + size_t(plane) * H * W;
-  const float* gp = g + size_t(plane) * H * W;
   float acc[K][K];
 #pragma unroll
   for (int i = 0; i < K; ++i)
 #pragma unroll
     for (int j = 0; j < K; ++j) acc[i][j] = 0.f;
-  for (int t = split; t < tiles; t += splits) {
-    const int y0 = (t / tiles_x) * TH, x0 = (t % tiles_x) * TW;
-    __syncthreads();
-    stage_tiles<TH, TW, XP, GP, GPAD, THREADS>(xt, gt, xp, gp, y0, x0, H, W);
-    __syncthreads();
-    int off = 0;
-#pragma unroll 1
-    for (int rep = 0; rep < REPS; ++rep) {
-      asm volatile("" : "+r"(off));  // rows reloaded in every pass, as the kernels' phases do
-      if constexpr (kXRow) {
-        // x row `row` (tile row row - 2 + ... : x tile row index = row), g rows row - i.
-        const float* xr = xt + off + row * XP + seg * SEG;
-        const float* gr = gt + off + (row + GPAD) * GP + seg * SEG;  // g row `row`; row - i is i GP before
-        float4 prev = lds4(xr);
+  for_each_tile_pass<TH, TW, GPAD, THREADS>(xt, gt, x, g, H, W, splits, [&](int off) {
+    if constexpr (kXRow) {
+      // x tile row `row` with g rows row - i (g row r at gt + (r + GPAD) * GP).
+      const float* xr = xt + off + row * XP + seg * SEG;
+      const float* gr = gt + off + (row + GPAD) * GP + seg * SEG;  // g row `row`; row - i is i GP before
+      float4 prev = lds4(xr);
 #pragma unroll
-        for (int x4 = 0; x4 < SEG; x4 += 4) {
-          const float4 nx = lds4(xr + x4 + 4);
-          const float w[8] = {prev.x, prev.y, prev.z, prev.w, nx.x, nx.y, nx.z, nx.w};
+      for (int x4 = 0; x4 < SEG; x4 += 4) {
+        const float4 nx = lds4(xr + x4 + 4);
+        const float w[8] = {prev.x, prev.y, prev.z, prev.w, nx.x, nx.y, nx.z, nx.w};
 #pragma unroll
-          for (int i = 0; i < K; ++i) {
-            const float4 gq = lds4(gr - i * GP + x4);
-            const float gv[4] = {gq.x, gq.y, gq.z, gq.w};
-#pragma unroll
-            for (int v = 0; v < 4; ++v)
-#pragma unroll
-              for (int j = 0; j < K; ++j) acc[i][j] = fmaf(gv[v], w[v + j], acc[i][j]);
-          }
-          prev = nx;
-        }
-      } else {
-        const float* xr = xt + off + row * XP + seg * SEG;  // x rows row .. row + K - 1
-        const float* gr = gt + off + row * GP + seg * SEG;
-        float4 prev[K];
-#pragma unroll
-        for (int i = 0; i < K; ++i) prev[i] = lds4(xr + i * XP);
-#pragma unroll
-        for (int x4 = 0; x4 < SEG; x4 += 4) {
-          const float4 gq = lds4(gr + x4);
+        for (int i = 0; i < K; ++i) {
+          const float4 gq = lds4(gr - i * GP + x4);
           const float gv[4] = {gq.x, gq.y, gq.z, gq.w};
 #pragma unroll
-          for (int i = 0; i < K; ++i) {
-            const float4 nx = lds4(xr + i * XP + x4 + 4);
-            const float w[8] = {prev[i].x, prev[i].y, prev[i].z, prev[i].w, nx.x, nx.y, nx.z, nx.w};
+          for (int v = 0; v < 4; ++v)
 #pragma unroll
-            for (int v = 0; v < 4; ++v)
+            for (int j = 0; j < K; ++j) acc[i][j] = fmaf(gv[v], w[v + j], acc[i][j]);
+        }
+        prev = nx;
+      }
+    } else {
+      const float* xr = xt + off + row * XP + seg * SEG;  // x rows row .. row + K - 1
+      const float* gr = gt + off + row * GP + seg * SEG;
+      float4 prev[K];
 #pragma unroll
-              for (int j = 0; j < K; ++j) acc[i][j] = fmaf(gv[v], w[v + j], acc[i][j]);
-            prev[i] = nx;
-          }
+      for (int i = 0; i < K; ++i) prev[i] = lds4(xr + i * XP);
+#pragma unroll
+      for (int x4 = 0; x4 < SEG; x4 += 4) {
+        const float4 gq = lds4(gr + x4);
+        const float gv[4] = {gq.x, gq.y, gq.z, gq.w};
+#pragma unroll
+        for (int i = 0; i < K; ++i) {
+          const float4 nx = lds4(xr + i * XP + x4 + 4);
+          const float w[8] = {prev[i].x, prev[i].y, prev[i].z, prev[i].w, nx.x, nx.y, nx.z, nx.w};
+#pragma unroll
+          for (int v = 0; v < 4; ++v)
+#pragma unroll
+            for (int j = 0; j < K; ++j) acc[i][j] = fmaf(gv[v], w[v + j], acc[i][j]);
+          prev[i] = nx;
         }
       }
     }
-  }
-  __syncthreads();  // the tiles are free
+  });
 #pragma unroll
   for (int i = 0; i < K; ++i)
 #pragma unroll
