@@ -50,7 +50,7 @@ def _load() -> Tuple[Optional[Callable], str]:
             torch.ops.load_library(str(path))
         except (OSError, RuntimeError) as exc:  # a build for another torch: report, do not crash
             return None, f"could not load {path}: {exc}"
-        return torch.ops.winconv.wtconv2d_eager, ""
+        return torch.ops.winconv.wtconv2d_eager.default, ""  # the overload: no overload resolution per call
     return None, (
         f"{LIBRARY_NAME} for torch {torch.__version__} not found (tried: " + ", ".join(map(str, tried)) +
         "); build it with scripts/build-torch-ops"

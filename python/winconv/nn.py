@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from . import ops
-from ._checks import check_input, check_module_arguments
+from ._checks import check_module_arguments
 from .haar import haar_filter_bank
 
 # Loaded wt_filter/iwt_filter must match the Haar bank this close (the original stores
@@ -125,7 +125,8 @@ class WTConv2d(nn.Module):
         return [scale.weight for scale in self.wavelet_scale]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_input(x, self.in_channels, self.base_conv.weight.device)
+        # ops.wtconv2d checks x against the parameters (channel count, device) on every path that
+        # could accept a bad one.
         return ops.wtconv2d(
             x,
             self.base_conv.weight,

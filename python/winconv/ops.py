@@ -259,6 +259,37 @@ def _autocast_input(x: Tensor) -> Tensor:
     return x
 
 
+def _eager_operator_call(x, base_weight, base_bias, base_scale, level_weights, level_scales, stride):
+    """The common eager call straight to the C++ operator, or None when this call is not it.
+
+    The common call: a CUDA activation of a kernel dtype, contiguous float32 parameters, the
+    operator library loaded, not under torch.compile or TorchScript tracing. At the WTConvNeXt
+    shapes a training step's host time exceeds its GPU time, and checking every parameter in
+    Python first was a tenth of that host time (docs/wtconv.md, note 43). The operator validates
+    every argument itself before it allocates or launches, so here only what decides the path is
+    looked at; when the operator refuses the call, check_parameters names the fault with the same
+    ValueError / TypeError as every other path (and the operator's error stands if it finds none).
+    """
+    if torch.compiler.is_compiling() or torch.jit.is_tracing():
+        return None  # first: torch.compile must not trace into the library loader
+    if not isinstance(x, Tensor) or not x.is_cuda or x.dtype not in _NATIVE_INPUT_DTYPES or x.numel() == 0:
+        return None
+    if type(stride) is not int:  # bool is an int to the operator's schema, not to check_parameters
+        return None
+    params = (base_weight, base_bias, base_scale, *level_weights, *level_scales)
+    if not all(p is None or (isinstance(p, Tensor) and p.dtype == torch.float32 and p.is_contiguous()) for p in params):
+        return None
+    op = eager_op()
+    if op is None:
+        return None
+    x = _autocast_input(x).contiguous()
+    try:
+        return op(x, base_weight, base_bias, base_scale, list(level_weights), list(level_scales), stride)
+    except (RuntimeError, TypeError):
+        check_parameters(x, base_weight, base_bias, base_scale, level_weights, level_scales, stride)
+        raise
+
+
 def wtconv2d(
     x: Tensor,
     base_weight: Tensor,
@@ -273,8 +304,11 @@ def wtconv2d(
     Under torch.autocast the activation runs in the autocast dtype, as a convolution would,
     while the parameters and the kernels' accumulation stay in float32.
     """
-    # Checked here, in Python, for every path: the operators then only ever see valid arguments,
-    # and every path raises the same ValueError / TypeError for a bad one.
+    y = _eager_operator_call(x, base_weight, base_bias, base_scale, level_weights, level_scales, stride)
+    if y is not None:
+        return y
+    # Checked here, in Python, for every other path: the operators then only ever see valid
+    # arguments, and every path raises the same ValueError / TypeError for a bad one.
     check_parameters(x, base_weight, base_bias, base_scale, level_weights, level_scales, stride)
     x = _autocast_input(x).contiguous()
     if _eager_eligible(x, (base_weight, base_bias, base_scale, *level_weights, *level_scales)):

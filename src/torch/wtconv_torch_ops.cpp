@@ -110,9 +110,12 @@ std::array<T, kMaxLevels> pointers(at::TensorList list) {
 // Output extent of a strided WTConv2d along one axis (the stride subsamples from index 0).
 int64_t strided_extent(int64_t n, int64_t stride) { return (n + stride - 1) / stride; }
 
+// Undefined when no workspace is needed (the fused L = 2 forward): an allocation costs host time.
 at::Tensor workspace(size_t bytes, const at::Tensor& like) {
-  return at::empty({static_cast<int64_t>(bytes > 0 ? bytes : 1)}, like.options().dtype(at::kByte));
+  return bytes > 0 ? at::empty({static_cast<int64_t>(bytes)}, like.options().dtype(at::kByte)) : at::Tensor();
 }
+
+void* data_or_null(const at::Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; }
 
 const float* ptr_or_null(const std::optional<at::Tensor>& t) {
   return t.has_value() && t->defined() ? t->data_ptr<float>() : nullptr;
@@ -132,7 +135,7 @@ at::Tensor forward_checked(const Dims& d, const at::Tensor& x, const at::Tensor&
   const auto sptr = pointers<const float*>(sl);
   check_rc(winconv_wtconv_forward(d.b, d.c, d.h, d.w, d.k, d.levels, d.stride, d.dtype, x.data_ptr(),
                                   w0.data_ptr<float>(), ptr_or_null(b0), s0.data_ptr<float>(), wptr.data(),
-                                  sptr.data(), y.data_ptr(), ws.data_ptr(), ws_bytes,
+                                  sptr.data(), y.data_ptr(), data_or_null(ws), ws_bytes,
                                   c10::cuda::getCurrentCUDAStream(x.device().index()).stream()),
            "wtconv2d forward");
   return y;
@@ -207,7 +210,7 @@ class WtconvFunction : public torch::autograd::Function<WtconvFunction> {
                                      x.data_ptr(), w0.data_ptr<float>(), b0.defined() ? b0.data_ptr<float>() : nullptr,
                                      s0.data_ptr<float>(), wptr.data(), sptr.data(), grads[0].data_ptr(),
                                      grads[1].data_ptr<float>(), b0.defined() ? grads[2].data_ptr<float>() : nullptr,
-                                     grads[3].data_ptr<float>(), gwptr.data(), gsptr.data(), ws.data_ptr(), ws_bytes,
+                                     grads[3].data_ptr<float>(), gwptr.data(), gsptr.data(), data_or_null(ws), ws_bytes,
                                      c10::cuda::getCurrentCUDAStream(x.device().index()).stream()),
              "wtconv2d backward");
     return grads;

@@ -134,9 +134,12 @@ def test_module_uses_the_operator_and_inference_mode_works():
 
 @pytest.mark.parametrize("bad,error", [
     ("level_shape", ValueError), ("stride0", ValueError), ("levels_mismatch", ValueError),
-    ("channels", ValueError), ("even_kernel", ValueError),
+    ("channels", ValueError), ("even_kernel", ValueError), ("scale_on_cpu", ValueError),
+    ("level_not_tensor", TypeError), ("bool_stride", ValueError), ("bias_shape", ValueError),
 ])
 def test_bad_arguments_raise_the_python_errors(bad, error):
+    """The operator is called first and checks the parameters itself; when it refuses a call, the
+    Python checks must still name the fault with the same error as every other path."""
     _gpu_op()
     c, k = 4, 5
     x = torch.randn(1, c, 8, 8, device="cuda")
@@ -154,6 +157,14 @@ def test_bad_arguments_raise_the_python_errors(bad, error):
     elif bad == "even_kernel":
         w0 = torch.randn(c, 1, 4, 4, device="cuda")
         wl = [torch.randn(4 * c, 1, 4, 4, device="cuda")]
+    elif bad == "scale_on_cpu":
+        s0 = torch.randn(1, c, 1, 1)
+    elif bad == "level_not_tensor":
+        wl = [[0.0] * 4]
+    elif bad == "bool_stride":
+        stride = True
+    elif bad == "bias_shape":
+        b0 = torch.randn(c + 1, device="cuda")
     with pytest.raises(error):
         winconv.wtconv2d(x, w0, b0, s0, wl, sl, stride)
 

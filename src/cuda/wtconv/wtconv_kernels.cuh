@@ -6,6 +6,7 @@
 
 #include <type_traits>
 
+#include "cuda/common/dynamic_smem.h"
 #include "wtconv_common.cuh"
 #include "wtconv_plan.h"
 
@@ -175,16 +176,21 @@ size_t base_launch_smem(const Args& a, size_t plain) {
   return a.fuse2 ? a.fused_smem : a.tma ? a.tma_smem : plain;
 }
 
-// Launches `kernel` with `smem` bytes of dynamic shared memory, raising the kernel's limit first
-// when it asks for more than the 48 KiB default.
+// Launches `kernel` with `smem` bytes of dynamic shared memory, the kernel's limit raised first
+// when it asks for more than the 48 KiB default (once per kernel and device: dynamic_smem.h). A
+// launch refused for its size although the limit was raised (the context was reset since) raises
+// it again and launches once more.
 template <typename Kernel, typename Args>
 cudaError_t launch_with_smem(Kernel kernel, unsigned blocks, size_t smem, cudaStream_t stream, const Args& a) {
-  if (smem > 48 * 1024) {
-    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  const void* fn = reinterpret_cast<const void*>(kernel);
+  for (int attempt = 0;; ++attempt) {
+    cudaError_t e = ensure_dynamic_smem(fn, smem);
     if (e != cudaSuccess) return e;
+    kernel<<<blocks, kBlockThreads, smem, stream>>>(a);
+    e = cudaGetLastError();
+    if (e != cudaErrorInvalidValue || smem <= 48 * 1024 || attempt > 0) return e;
+    forget_dynamic_smem(fn);
   }
-  kernel<<<blocks, kBlockThreads, smem, stream>>>(a);
-  return cudaGetLastError();
 }
 
 // f(std::integral_constant<int, K>{}) with K = k for the specialised kernel sizes 3, 5 and 7, and
