@@ -35,12 +35,4 @@ cudaError_t ensure_dynamic_smem(const void* kernel, size_t bytes) {
   return e;
 }
 
-void forget_dynamic_smem(const void* kernel) {
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return;
-  RaisedLimits& r = raised();
-  const std::lock_guard<std::mutex> lock(r.mutex);
-  r.bytes.erase({device, kernel});
-}
-
 }  // namespace winconv

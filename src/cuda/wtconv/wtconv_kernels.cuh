@@ -177,20 +177,13 @@ size_t base_launch_smem(const Args& a, size_t plain) {
 }
 
 // Launches `kernel` with `smem` bytes of dynamic shared memory, the kernel's limit raised first
-// when it asks for more than the 48 KiB default (once per kernel and device: dynamic_smem.h). A
-// launch refused for its size although the limit was raised (the context was reset since) raises
-// it again and launches once more.
+// when it asks for more than the 48 KiB default (once per kernel and device: dynamic_smem.h).
 template <typename Kernel, typename Args>
 cudaError_t launch_with_smem(Kernel kernel, unsigned blocks, size_t smem, cudaStream_t stream, const Args& a) {
-  const void* fn = reinterpret_cast<const void*>(kernel);
-  for (int attempt = 0;; ++attempt) {
-    cudaError_t e = ensure_dynamic_smem(fn, smem);
-    if (e != cudaSuccess) return e;
-    kernel<<<blocks, kBlockThreads, smem, stream>>>(a);
-    e = cudaGetLastError();
-    if (e != cudaErrorInvalidValue || smem <= 48 * 1024 || attempt > 0) return e;
-    forget_dynamic_smem(fn);
-  }
+  const cudaError_t e = ensure_dynamic_smem(reinterpret_cast<const void*>(kernel), smem);
+  if (e != cudaSuccess) return e;
+  kernel<<<blocks, kBlockThreads, smem, stream>>>(a);
+  return cudaGetLastError();
 }
 
 // f(std::integral_constant<int, K>{}) with K = k for the specialised kernel sizes 3, 5 and 7, and
