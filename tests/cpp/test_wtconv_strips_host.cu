@@ -223,6 +223,27 @@ void check_quad_strips() {
   }
 }
 
+// The runtime-k window (K = 0, every odd k up to the largest) against the plain double loop it
+// replaced, and against the compile-time windows where those exist: same terms, same order, same
+// bits, on a tile wider than the window (pitch > k) with the window at every column phase.
+TEST(WtconvStripsHost, RuntimeWindowMatchesThePlainLoopBitForBit) {
+  constexpr int kPitch = 21;
+  const std::vector<float> tile = random_floats(kPitch * kWtconvMaxKernelSize + 8, 41);
+  const std::vector<float> w = random_floats(kWtconvMaxKernelSize * kWtconvMaxKernelSize, 42);
+  for (int k = 1; k <= kWtconvMaxKernelSize; k += 2)
+    for (int col = 0; col + k <= kPitch; col += 3) {
+      const float* src = tile.data() + col;
+      float want = 0.f;
+      for (int i = 0; i < k; ++i)
+        for (int j = 0; j < k; ++j) want = std::fmaf(w[i * k + j], src[i * kPitch + j], want);
+      const float got = conv_window<0>(w.data(), src, kPitch, k);
+      EXPECT_TRUE(same_bits(got, want)) << "k " << k << " col " << col << ": " << got << " vs " << want;
+      if (k == 3) EXPECT_TRUE(same_bits(conv_window<3>(w.data(), src, kPitch, k), got));
+      if (k == 5) EXPECT_TRUE(same_bits(conv_window<5>(w.data(), src, kPitch, k), got));
+      if (k == 7) EXPECT_TRUE(same_bits(conv_window<7>(w.data(), src, kPitch, k), got));
+    }
+}
+
 TEST(WtconvStripsHost, QuadStripsMatchTheWindowSumBitForBit) {
   check_quad_strips<1, 4>();
   check_quad_strips<3, 4>();
