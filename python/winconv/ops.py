@@ -222,15 +222,17 @@ class _NativeWtconv2d(torch.autograd.Function):
         return (None, None, None, None, gx, gw0, gb0 if ctx.has_bias else None, gs0, *gws, *gss)
 
 
-def _eager_eligible(x: Tensor, params) -> bool:
-    """Whether the fused kernels can take this call eagerly (arguments already checked): a CUDA
-    input of a kernel dtype, contiguous float32 parameters, not under torch.compile or
-    TorchScript tracing (checked first: torch.compile must not trace into the library loaders)."""
+def _eager_eligible(x, params) -> bool:
+    """Whether the fused kernels can take this call eagerly: a CUDA input of a kernel dtype,
+    contiguous float32 parameters, not under torch.compile or TorchScript tracing (checked first:
+    torch.compile must not trace into the library loaders). Safe on unchecked arguments (anything
+    that is not a tensor makes the call ineligible)."""
     if torch.compiler.is_compiling() or torch.jit.is_tracing():
         return False
-    if not x.is_cuda or x.dtype not in _NATIVE_INPUT_DTYPES or x.numel() == 0:
+    if not isinstance(x, Tensor) or not x.is_cuda or x.dtype not in _NATIVE_INPUT_DTYPES or x.numel() == 0:
         return False
-    return all(p is None or (p.dtype == torch.float32 and p.is_contiguous()) for p in params)
+    return all(p is None or (isinstance(p, Tensor) and p.dtype == torch.float32 and p.is_contiguous())
+               for p in params)
 
 
 # ---------------------------------------------------------------------------------------
@@ -270,14 +272,9 @@ def _eager_operator_call(x, base_weight, base_bias, base_scale, level_weights, l
     looked at; when the operator refuses the call, check_parameters names the fault with the same
     ValueError / TypeError as every other path (and the operator's error stands if it finds none).
     """
-    if torch.compiler.is_compiling() or torch.jit.is_tracing():
-        return None  # first: torch.compile must not trace into the library loader
-    if not isinstance(x, Tensor) or not x.is_cuda or x.dtype not in _NATIVE_INPUT_DTYPES or x.numel() == 0:
+    if isinstance(stride, bool) or not isinstance(stride, int):  # check_parameters' rule, not the schema's
         return None
-    if type(stride) is not int:  # bool is an int to the operator's schema, not to check_parameters
-        return None
-    params = (base_weight, base_bias, base_scale, *level_weights, *level_scales)
-    if not all(p is None or (isinstance(p, Tensor) and p.dtype == torch.float32 and p.is_contiguous()) for p in params):
+    if not _eager_eligible(x, (base_weight, base_bias, base_scale, *level_weights, *level_scales)):
         return None
     op = eager_op()
     if op is None:
@@ -311,10 +308,9 @@ def wtconv2d(
     # arguments, and every path raises the same ValueError / TypeError for a bad one.
     check_parameters(x, base_weight, base_bias, base_scale, level_weights, level_scales, stride)
     x = _autocast_input(x).contiguous()
+    # An eligible call reaches here only without the operator library (_eager_operator_call took
+    # it otherwise): the ctypes binding runs the same kernels.
     if _eager_eligible(x, (base_weight, base_bias, base_scale, *level_weights, *level_scales)):
-        op = eager_op()
-        if op is not None:
-            return op(x, base_weight, base_bias, base_scale, list(level_weights), list(level_scales), stride)
         native = native_module()
         if native is not None:
             return _NativeWtconv2d.apply(native, stride, base_bias is not None, len(level_weights), x, base_weight,
