@@ -244,6 +244,35 @@ TEST(WtconvStripsHost, RuntimeWindowMatchesThePlainLoopBitForBit) {
     }
 }
 
+// N adjacent runtime-k windows at once against conv_window<0> per output: every odd k, every
+// count of valid outputs, every column phase. Past the last valid window the rows hold NaN, which
+// the valid outputs must not see.
+template <int N>
+void check_adjacent_windows() {
+  constexpr int kPitch = 24, kRows = kWtconvMaxKernelSize;
+  const std::vector<float> w = random_floats(kWtconvMaxKernelSize * kWtconvMaxKernelSize, 43);
+  const std::vector<float> values = random_floats(kPitch * kRows, 44);
+  for (int k = 1; k <= kWtconvMaxKernelSize; k += 2)
+    for (int ncols = 1; ncols <= N; ++ncols)
+      for (int col = 0; col + k + ncols - 1 <= kPitch; col += 5) {
+        std::vector<float> tile(values);
+        for (int i = 0; i < kRows; ++i)
+          for (int m = col + k + ncols - 1; m < kPitch; ++m) tile[i * kPitch + m] = std::nanf("");
+        float acc[N];
+        conv_adjacent_windows<N>(w.data(), tile.data() + col, kPitch, k, ncols, acc);
+        for (int u = 0; u < ncols; ++u) {
+          const float want = conv_window<0>(w.data(), tile.data() + col + u, kPitch, k);
+          EXPECT_TRUE(same_bits(acc[u], want))
+              << "N " << N << " k " << k << " ncols " << ncols << " col " << col << " u " << u;
+        }
+      }
+}
+
+TEST(WtconvStripsHost, AdjacentRuntimeWindowsMatchOneWindowAtATimeBitForBit) {
+  check_adjacent_windows<2>();
+  check_adjacent_windows<4>();
+}
+
 TEST(WtconvStripsHost, QuadStripsMatchTheWindowSumBitForBit) {
   check_quad_strips<1, 4>();
   check_quad_strips<3, 4>();

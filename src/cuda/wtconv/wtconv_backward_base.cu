@@ -413,6 +413,48 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
         // totals in shared memory, 8 rows fit but gained nothing (docs/wtconv.md, perf note 15).
         dx_conv(std::integral_constant<int, kStripRows>{});
       }
+    } else if (K == 0 && k <= 11) {
+      // dx, runtime k <= 11: two adjacent level-1 coefficients (a 2 x 4 pixel block) per job, the
+      // subband convolutions two outputs at a time and the pixel ones four (conv_adjacent_windows);
+      // the same sums as one coefficient per thread below. Four coefficients per job left half
+      // the threads of a 16 x 32 tile idle; at k = 13 and 15 the paired windows' inputs spill and
+      // one coefficient per thread is faster (docs/wtconv.md, perf note 45).
+      const int pairs = (tw + 1) / 2;
+      for (int e = threadIdx.x; e < np * th * pairs; e += blockDim.x) {
+        const int p = e / (th * pairs), rem = e % (th * pairs), ty = rem / pairs, tx0 = 2 * (rem % pairs);
+        const int b = pos.b0 + p, qy = pos.y0 + ty, qx0 = pos.x0 + tx0;
+        if (b >= a.B || qy >= a.h1 || qx0 >= a.w1g) continue;
+        const int ncols = min(min(2, tw - tx0), a.w1g - qx0);
+        float d[4][2];  // [subband][coefficient]
+#pragma unroll
+        for (int t = 0; t < 4; ++t)
+          conv_adjacent_windows<2>(w1f + t * fs, gs + (p * 4 + t) * plane + ty * ew + tx0, ew, k, ncols, d[t]);
+        const int64_t pl = int64_t(b) * a.C + c;
+        if (a.dxin) {
+          const T* res = a.dxin + pl * a.h1 * a.w1g + int64_t(qy) * a.w1g + qx0;
+#pragma unroll
+          for (int u = 0; u < 2; ++u)
+            if (u < ncols) d[0][u] += to_float(res[u]);
+        }
+        const int npix = min(2 * ncols, a.W - 2 * qx0);  // pixels of a row inside the plane
+#pragma unroll
+        for (int dy = 0; dy < 2; ++dy) {
+          const int y = 2 * qy + dy;
+          if (y >= a.H) break;
+          const float* drow = ds + p * pplane + (2 * ty + dy + r) * pw + (2 * tx0 + r);
+          float base[4];
+          conv_adjacent_windows<4>(w0f, drow, pw, k, npix, base);
+          T* dst = a.dx + pl * a.H * a.W + int64_t(y) * a.W + 2 * qx0;
+#pragma unroll
+          for (int u = 0; u < 2; ++u) {
+            if (u >= ncols) break;
+            const float du[4] = {d[0][u], d[1][u], d[2][u], d[3][u]};
+#pragma unroll
+            for (int dx = 0; dx < 2; ++dx)
+              if (2 * u + dx < npix) dst[2 * u + dx] = from_float<T>(base[2 * u + dx] + 0.5f * synth_child(du, dy, dx));
+          }
+        }
+      }
     } else {
       // dx: one level-1 coefficient, i.e. a 2x2 pixel block, per thread.
       for (int e = threadIdx.x; e < np * th * tw; e += blockDim.x) {

@@ -97,6 +97,37 @@ __host__ __device__ __forceinline__ float conv_window(const float* w, const floa
   return acc;
 }
 
+// conv_window<0> for the ncols <= N adjacent outputs at src, src + 1, ...: acc[u] = sum_{i,j<k}
+// w[i*k+j] * src[i*pitch+j+u]. Each weight is loaded once for the N outputs and each input of a
+// row once (their windows overlap in k + N - 1 inputs): with N = 4 about a quarter of the shared
+// loads per multiply-add of one window at a time, whose two loads per multiply-add bound the
+// runtime-k kernels (docs/wtconv.md, notes 44 and 45). Reads src[i*pitch + m] for
+// m < k + ncols - 1 only (acc[u] for u >= ncols is left meaningless); each output's terms in
+// conv_window's order, bit for bit.
+template <int N = 4>
+__host__ __device__ __forceinline__ void conv_adjacent_windows(const float* w, const float* src, int pitch, int k,
+                                                              int ncols, float (&acc)[N]) {
+  constexpr int KM = kWtconvMaxKernelSize;
+  const int m_end = k + ncols - 1;
+#pragma unroll
+  for (int u = 0; u < N; ++u) acc[u] = 0.f;
+  for (int i = 0; i < k; ++i, w += k, src += pitch) {
+    float in[KM + N - 1];
+#pragma unroll
+    for (int m = 0; m < KM + N - 1; ++m) {
+      if (m >= k + N - 1) break;
+      in[m] = m < m_end ? src[m] : 0.f;
+    }
+#pragma unroll
+    for (int j = 0; j < KM; ++j) {
+      if (j >= k) break;
+      const float wv = w[j];
+#pragma unroll
+      for (int u = 0; u < N; ++u) acc[u] = fmaf(wv, in[j + u], acc[u]);
+    }
+  }
+}
+
 // f(u) for the positions x + u of the chunks [x, x + CH) of [x, n), u = 0, STEP, ... < CH: whole
 // chunks fully unrolled (f's ring indices, u modulo a ring length, are compile-time constants),
 // then the last partial chunk as the same unrolled code left early rather than a shifting loop.
@@ -183,11 +214,39 @@ __host__ __device__ __forceinline__ void corr_row(float* acc, const float* y, co
       unrolled_chunks<K, 1>(x, n, [&](int u) { single(std::integral_constant<int, K>{}, u); });
     }
   } else {
-    for (int x = 0; x < n; ++x) {
+    // Runtime k: four positions per step, their k + 3 window inputs loaded once (unrolled to the
+    // largest kernel size, left at k), so k + 7 loads per 4k multiply-adds instead of 5k; each
+    // acc[j] still takes its terms in position order.
+    constexpr int KM = kWtconvMaxKernelSize;
+    int x = 0;
+    for (; x + 4 <= n; x += 4) {
+      float in[KM + 3];
+#pragma unroll
+      for (int m = 0; m < KM + 3; ++m) {
+        if (m >= k + 3) break;
+        in[m] = y[x + m];
+      }
+      const float g0 = g[x], g1 = g[x + 1], g2 = g[x + 2], g3 = g[x + 3];
+      if constexpr (kSum) {
+        *gsum += g0;
+        *gsum += g1;
+        *gsum += g2;
+        *gsum += g3;
+      }
+#pragma unroll
+      for (int j = 0; j < KM; ++j) {
+        if (j >= k) break;
+        acc[j] = fmaf(in[j], g0, acc[j]);
+        acc[j] = fmaf(in[j + 1], g1, acc[j]);
+        acc[j] = fmaf(in[j + 2], g2, acc[j]);
+        acc[j] = fmaf(in[j + 3], g3, acc[j]);
+      }
+    }
+    for (; x < n; ++x) {
       const float gv = g[x];
       if constexpr (kSum) *gsum += gv;
 #pragma unroll
-      for (int j = 0; j < 15; ++j)
+      for (int j = 0; j < KM; ++j)
         if (j < k) acc[j] = fmaf(y[x + j], gv, acc[j]);
     }
   }

@@ -223,18 +223,29 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
         subband_conv_phase<K, 4, 1>(jobs, a.qcols, a.qstrips, qih, qiw, w1s, ys, qh * qw, qw, qh, zs, res0,
                                     res_pstride, a.B - pos.b0, qay, qax, a.h1, a.w1g);
     } else {
-      for (int e = threadIdx.x; e < np * qih * qiw; e += blockDim.x) {
-        const int p = e / (qih * qiw), rem = e % (qih * qiw), iy = rem / qiw, ix = rem % qiw;
-        float z[4];
+      // Runtime k: four adjacent coefficients of a row per job (conv_adjacent_windows), each subband's
+      // weights and inputs loaded once for the four.
+      const int quads = (qiw + 3) / 4;
+      for (int e = threadIdx.x; e < np * qih * quads; e += blockDim.x) {
+        const int p = e / (qih * quads), rem = e % (qih * quads), iy = rem / quads, ix0 = 4 * (rem % quads);
+        const int ncols = min(4, qiw - ix0);
+        float z[4][4];  // [subband][column]
 #pragma unroll
         for (int t = 0; t < 4; ++t)
-          z[t] = conv_window<K>(w1s + t * fs, ys + (p * 4 + t) * qh * qw + iy * qw + ix, qw, k);
-        const int b = pos.b0 + p, qy = qay + iy, qx = qax + ix;
-        if (a.rin && b < a.B && qy < a.h1 && qx < a.w1g)
-          z[0] += a.rin[(int64_t(b) * a.C + c) * a.h1 * a.w1g + int64_t(qy) * a.w1g + qx];
-        float* dst = zs + p * 4 * qih * qiw + rem;
+          conv_adjacent_windows<4>(w1s + t * fs, ys + (p * 4 + t) * qh * qw + iy * qw + ix0, qw, k, ncols, z[t]);
+        const int b = pos.b0 + p, qy = qay + iy;
+        const float* res = a.rin && b < a.B && qy < a.h1
+                               ? a.rin + (int64_t(b) * a.C + c) * a.h1 * a.w1g + int64_t(qy) * a.w1g
+                               : nullptr;
+        float* dst = zs + p * 4 * qih * qiw + iy * qiw + ix0;
 #pragma unroll
-        for (int t = 0; t < 4; ++t) dst[t * qih * qiw] = z[t];
+        for (int u = 0; u < 4; ++u) {
+          if (u >= ncols) break;
+          const int qx = qax + ix0 + u;
+          if (res != nullptr && qx < a.w1g) z[0][u] += res[qx];
+#pragma unroll
+          for (int t = 0; t < 4; ++t) dst[t * qih * qiw + u] = z[t][u];
+        }
       }
     }
     __syncthreads();
@@ -369,17 +380,45 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
       else if (strip_rows(K, th) == 8) base_conv(std::integral_constant<int, 8>{}, I1{}, a.ocols, a.ostrips);
       else base_conv(std::integral_constant<int, 4>{}, I1{}, a.ocols, a.ostrips);
     } else {
-      for (int e = threadIdx.x; e < np * th * tw; e += blockDim.x) {
-        const int p = e / (th * tw), oy = pos.y0 + (e / tw) % th, ox = pos.x0 + e % tw;
-        const int b = pos.b0 + p;
-        if (b >= a.B || oy >= a.Ho || ox >= a.Wo) continue;
-        const int py = s * oy, px = s * ox;
-        float v = bias + conv_window<K>(w0s, xs + p * xh * xw + (py - r - x0y) * xw + (px - r - x0x), xw, k);
-        const int iy = (py >> 1) - qay, ix = (px >> 1) - qax;
-        const float* zp = zs + p * 4 * qih * qiw + iy * qiw + ix;
-        const float z[4] = {zp[0], zp[qih * qiw], zp[2 * qih * qiw], zp[3 * qih * qiw]};
-        v += synth_child(z, py & 1, px & 1);
-        a.y[(int64_t(b) * a.C + c) * a.Ho * a.Wo + int64_t(oy) * a.Wo + ox] = from_float<T>(v);
+      bool quads_done = false;
+      if constexpr (K == 0) {
+        if (s == 1) {
+          // Runtime k at stride 1: four adjacent outputs of a row per job (conv_adjacent_windows).
+          const int quads = (tw + 3) / 4;
+          for (int e = threadIdx.x; e < np * th * quads; e += blockDim.x) {
+            const int p = e / (th * quads), rem = e % (th * quads), oy = pos.y0 + rem / quads;
+            const int ox0 = pos.x0 + 4 * (rem % quads), b = pos.b0 + p;
+            if (b >= a.B || oy >= a.Ho || ox0 >= a.Wo) continue;
+            const int ncols = min(min(4, pos.x0 + tw - ox0), a.Wo - ox0);
+            float v[4];
+            conv_adjacent_windows<4>(w0s, xs + p * xh * xw + (oy - r - x0y) * xw + (ox0 - r - x0x), xw, k, ncols, v);
+            const float* zrow = zs + p * 4 * qih * qiw + ((oy >> 1) - qay) * qiw;
+            T* yrow = a.y + (int64_t(b) * a.C + c) * a.Ho * a.Wo + int64_t(oy) * a.Wo;
+#pragma unroll
+            for (int u = 0; u < 4; ++u) {
+              if (u >= ncols) break;
+              const int ox = ox0 + u;
+              const float* zp = zrow + (ox >> 1) - qax;
+              const float z[4] = {zp[0], zp[qih * qiw], zp[2 * qih * qiw], zp[3 * qih * qiw]};
+              yrow[ox] = from_float<T>(bias + v[u] + synth_child(z, oy & 1, ox & 1));
+            }
+          }
+          quads_done = true;
+        }
+      }
+      if (!quads_done) {
+        for (int e = threadIdx.x; e < np * th * tw; e += blockDim.x) {
+          const int p = e / (th * tw), oy = pos.y0 + (e / tw) % th, ox = pos.x0 + e % tw;
+          const int b = pos.b0 + p;
+          if (b >= a.B || oy >= a.Ho || ox >= a.Wo) continue;
+          const int py = s * oy, px = s * ox;
+          float v = bias + conv_window<K>(w0s, xs + p * xh * xw + (py - r - x0y) * xw + (px - r - x0x), xw, k);
+          const int iy = (py >> 1) - qay, ix = (px >> 1) - qax;
+          const float* zp = zs + p * 4 * qih * qiw + iy * qiw + ix;
+          const float z[4] = {zp[0], zp[qih * qiw], zp[2 * qih * qiw], zp[3 * qih * qiw]};
+          v += synth_child(z, py & 1, px & 1);
+          a.y[(int64_t(b) * a.C + c) * a.Ho * a.Wo + int64_t(oy) * a.Wo + ox] = from_float<T>(v);
+        }
       }
     }
   }
