@@ -99,7 +99,9 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
     g2s = reinterpret_cast<float*>(sbase + fl.g2s);
     dz2 = reinterpret_cast<float*>(sbase + fl.dz2);
   }
-  float* red = kFuse2 ? xs : dz + np * 4 * th * tw;  // parts x jobs x k (fused: in the pixel tiles, after the items)
+  // parts x jobs x k, written after the items: fused and runtime-k over the tiles from xs on
+  // (bwd_base_smem_floats), otherwise behind dz.
+  float* red = kFuse2 || K == 0 ? xs : dz + np * 4 * th * tw;
   float* red_sum = red + parts * jobs * k;  // parts x 4
 
   const float s0 = a.s0[c];

@@ -8,6 +8,7 @@
 // depends only on the problem, which keeps results bit-identical from run to run.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -293,13 +294,17 @@ inline size_t fwd_base_tma_smem(const WtconvTile& t, int64_t W, int k, int s, in
 }
 
 // Backward base + level 1 kernel: coefficient tile th x tw (pixel tile 2th x 2tw, rows `pitch`
-// floats apart).
+// floats apart). The runtime-k instance has no subband-result tile (its dx convolves per job) and
+// writes the correlation partials over its tiles once its items are done, so it asks for the larger
+// of the two: at k = 9 (16 x 32 tile) 72.8 KB instead of 80.7, three resident blocks instead of two
+// (docs/wtconv.md, perf note 46).
 inline size_t bwd_base_smem_floats(int k, int th, int tw, int np, int pitch) {
   const int r = k / 2;
   const size_t eh = th + 2 * r, ew = tw + 2 * r, pixels = 2 * eh * size_t(pitch);
-  const int parts = corr_parts_per_warp(k);
-  return 5 * size_t(filter_stride(k)) + size_t(np) * (2 * pixels + 2 * 4 * eh * ew + 4 * th * tw) +
-         size_t(parts) * (8 * k * k + 4);
+  const size_t tiles = size_t(np) * (2 * pixels + 2 * 4 * eh * ew);
+  const size_t partials = size_t(corr_parts_per_warp(k)) * (8 * k * k + 4);
+  if (!specialised_kernel_size(k)) return 5 * size_t(filter_stride(k)) + std::max(tiles, partials);
+  return 5 * size_t(filter_stride(k)) + tiles + size_t(np) * 4 * th * tw + partials;
 }
 
 // Backward base with TMA staging (bwd_base_tma_smem): one x box and one dy box per item on one
@@ -433,6 +438,13 @@ inline size_t bwd_fused_smem(const WtconvTile& t, int L, int64_t W, int k, int s
   return l.bytes;
 }
 
+// One step down: fewer planes per block, then halve the longer side (rows on a tie).
+inline void shrink_tile(WtconvTile& t) {
+  if (t.np > 1) t.np /= 2;
+  else if (t.th >= t.tw && t.th > 1) t.th /= 2;
+  else if (t.tw > 1) t.tw /= 2;
+}
+
 // t.np = want planes per item (clamped to 1..B), then halve np, else the longer tile side, until
 // bytes() (the shared memory of t) fits the budget.
 template <typename Bytes>
@@ -440,11 +452,7 @@ inline void fit_tile(WtconvTile& t, int64_t B, int64_t want, Bytes bytes) {
   if (want > B) want = B;
   if (want < 1) want = 1;
   t.np = int(want);
-  while (bytes() > kSmemBudget) {
-    if (t.np > 1) t.np /= 2;
-    else if (t.th >= t.tw && t.th > 1) t.th /= 2;
-    else t.tw /= 2;
-  }
+  while (bytes() > kSmemBudget && (t.np > 1 || t.th * t.tw > 1)) shrink_tile(t);
 }
 
 inline WtconvTile pick_level_tile(bool backward, int64_t B, int64_t C, int64_t gh, int64_t gw, int k,
@@ -484,10 +492,16 @@ inline WtconvTile pick_bwd_base_tile(int64_t B, int64_t C, int64_t h1, int64_t w
   const auto bytes = [&](int pitch) { return bwd_base_smem_floats(k, t.th, t.tw, t.np, pitch) * 4; };
   const auto plain = [&] { return 2 * (t.tw + 2 * (k / 2)); };
   fit_tile(t, B, kBlockThreads / (t.th * t.tw), [&] { return bytes(plain()); });
+  // The runtime-k instance takes the largest tile that keeps its launch bound's resident blocks: at
+  // k = 13 and 15 a 16 x 32 tile fits the budget with two, and 16 x 16 with three ran faster
+  // (docs/wtconv.md, perf note 46).
+  const int bound = bwd_base_blocks_per_sm(k);
+  if (!specialised_kernel_size(k))
+    while (resident_blocks(bytes(plain()), bound) < size_t(bound) && (t.np > 1 || t.th * t.tw > 1)) shrink_tile(t);
   // Padded rows unless the padding costs a resident block (many small planes per block) or
   // leaves the budget.
   const int padded = bwd_pixel_pitch(t.tw + 2 * (k / 2));
-  const bool pad = layout_keeps_blocks(bytes(padded), bytes(plain()), bwd_base_blocks_per_sm(k));
+  const bool pad = layout_keeps_blocks(bytes(padded), bytes(plain()), bound);
   t.pixel_pitch = pad ? padded : plain();
   t.smem = bytes(t.pixel_pitch);
   finish_tile(t, B, C, h1, w1);
