@@ -458,7 +458,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
         }
       }
     } else {
-      // dx: one level-1 coefficient, i.e. a 2x2 pixel block, per thread.
+      // dx, runtime k >= 13: one level-1 coefficient, i.e. a 2x2 pixel block, per thread.
       for (int e = threadIdx.x; e < np * th * tw; e += blockDim.x) {
         const int p = e / (th * tw), ty = (e / tw) % th, tx = e % tw;
         const int b = pos.b0 + p, qy = pos.y0 + ty, qx = pos.x0 + tx;
@@ -469,17 +469,18 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
           d[t] = conv_window<K>(w1f + t * fs, gs + (p * 4 + t) * plane + ty * ew + tx, ew, k);
         const int64_t pl = int64_t(b) * a.C + c;
         if (a.dxin) d[0] += to_float(a.dxin[pl * a.h1 * a.w1g + int64_t(qy) * a.w1g + qx]);
+        const int npix = min(2, a.W - 2 * qx);  // pixels of a row inside the plane
 #pragma unroll
         for (int dy = 0; dy < 2; ++dy) {
           const int y = 2 * qy + dy;
           if (y >= a.H) break;
+          float base[2];  // the row's two pixels in one pass over their windows
+          conv_adjacent_windows<2>(w0f, ds + p * pplane + (2 * ty + dy + r) * pw + (2 * tx + r), pw, k, npix, base);
 #pragma unroll
-          for (int dx = 0; dx < 2; ++dx) {
-            const int x = 2 * qx + dx;
-            if (x >= a.W) continue;
-            const float base = conv_window<K>(w0f, ds + p * pplane + (2 * ty + dy + r) * pw + (2 * tx + dx + r), pw, k);
-            a.dx[pl * a.H * a.W + int64_t(y) * a.W + x] = from_float<T>(base + 0.5f * synth_child(d, dy, dx));
-          }
+          for (int dx = 0; dx < 2; ++dx)
+            if (dx < npix)
+              a.dx[pl * a.H * a.W + int64_t(y) * a.W + 2 * qx + dx] =
+                  from_float<T>(base[dx] + 0.5f * synth_child(d, dy, dx));
         }
       }
     }
