@@ -76,7 +76,9 @@ __device__ __forceinline__ void block_items(int64_t items, int splits, int split
 // K == 0 unrolls each row to the largest kernel size and leaves it at k (a warp-uniform branch):
 // the loads then take immediate offsets from two row pointers, where a rolled loop spent about ten
 // instructions per multiply-add on indices and its counter (ncu, k = 9: 9.9% of the forward base
-// kernel's instructions were FFMA). The summation order is the same either way.
+// kernel's instructions were FFMA). The summation order is the same either way. It is the
+// one-window case of conv_adjacent_windows below, kept apart: written as conv_adjacent_windows<1>
+// (the same bits) the runtime-k training steps ran 5-10% slower.
 template <int K>
 __host__ __device__ __forceinline__ float conv_window(const float* w, const float* src, int pitch, int k) {
   float acc = 0.f;

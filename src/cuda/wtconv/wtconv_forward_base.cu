@@ -379,46 +379,39 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
       else if (a.pair_base) base_conv(std::integral_constant<int, 4>{}, I2{}, a.ocols2, a.ostrips4);
       else if (strip_rows(K, th) == 8) base_conv(std::integral_constant<int, 8>{}, I1{}, a.ocols, a.ostrips);
       else base_conv(std::integral_constant<int, 4>{}, I1{}, a.ocols, a.ostrips);
-    } else {
-      bool quads_done = false;
-      if constexpr (K == 0) {
-        if (s == 1) {
-          // Runtime k at stride 1: four adjacent outputs of a row per job (conv_adjacent_windows).
-          const int quads = (tw + 3) / 4;
-          for (int e = threadIdx.x; e < np * th * quads; e += blockDim.x) {
-            const int p = e / (th * quads), rem = e % (th * quads), oy = pos.y0 + rem / quads;
-            const int ox0 = pos.x0 + 4 * (rem % quads), b = pos.b0 + p;
-            if (b >= a.B || oy >= a.Ho || ox0 >= a.Wo) continue;
-            const int ncols = min(min(4, pos.x0 + tw - ox0), a.Wo - ox0);
-            float v[4];
-            conv_adjacent_windows<4>(w0s, xs + p * xh * xw + (oy - r - x0y) * xw + (ox0 - r - x0x), xw, k, ncols, v);
-            const float* zrow = zs + p * 4 * qih * qiw + ((oy >> 1) - qay) * qiw;
-            T* yrow = a.y + (int64_t(b) * a.C + c) * a.Ho * a.Wo + int64_t(oy) * a.Wo;
+    } else if (K == 0 && s == 1) {
+      // Runtime k at stride 1: four adjacent outputs of a row per job (conv_adjacent_windows).
+      const int quads = (tw + 3) / 4;
+      for (int e = threadIdx.x; e < np * th * quads; e += blockDim.x) {
+        const int p = e / (th * quads), rem = e % (th * quads), oy = pos.y0 + rem / quads;
+        const int ox0 = pos.x0 + 4 * (rem % quads), b = pos.b0 + p;
+        if (b >= a.B || oy >= a.Ho || ox0 >= a.Wo) continue;
+        const int ncols = min(min(4, pos.x0 + tw - ox0), a.Wo - ox0);
+        float v[4];
+        conv_adjacent_windows<4>(w0s, xs + p * xh * xw + (oy - r - x0y) * xw + (ox0 - r - x0x), xw, k, ncols, v);
+        const float* zrow = zs + p * 4 * qih * qiw + ((oy >> 1) - qay) * qiw;
+        T* yrow = a.y + (int64_t(b) * a.C + c) * a.Ho * a.Wo + int64_t(oy) * a.Wo;
 #pragma unroll
-            for (int u = 0; u < 4; ++u) {
-              if (u >= ncols) break;
-              const int ox = ox0 + u;
-              const float* zp = zrow + (ox >> 1) - qax;
-              const float z[4] = {zp[0], zp[qih * qiw], zp[2 * qih * qiw], zp[3 * qih * qiw]};
-              yrow[ox] = from_float<T>(bias + v[u] + synth_child(z, oy & 1, ox & 1));
-            }
-          }
-          quads_done = true;
+        for (int u = 0; u < 4; ++u) {
+          if (u >= ncols) break;
+          const int ox = ox0 + u;
+          const float* zp = zrow + (ox >> 1) - qax;
+          const float z[4] = {zp[0], zp[qih * qiw], zp[2 * qih * qiw], zp[3 * qih * qiw]};
+          yrow[ox] = from_float<T>(bias + v[u] + synth_child(z, oy & 1, ox & 1));
         }
       }
-      if (!quads_done) {
-        for (int e = threadIdx.x; e < np * th * tw; e += blockDim.x) {
-          const int p = e / (th * tw), oy = pos.y0 + (e / tw) % th, ox = pos.x0 + e % tw;
-          const int b = pos.b0 + p;
-          if (b >= a.B || oy >= a.Ho || ox >= a.Wo) continue;
-          const int py = s * oy, px = s * ox;
-          float v = bias + conv_window<K>(w0s, xs + p * xh * xw + (py - r - x0y) * xw + (px - r - x0x), xw, k);
-          const int iy = (py >> 1) - qay, ix = (px >> 1) - qax;
-          const float* zp = zs + p * 4 * qih * qiw + iy * qiw + ix;
-          const float z[4] = {zp[0], zp[qih * qiw], zp[2 * qih * qiw], zp[3 * qih * qiw]};
-          v += synth_child(z, py & 1, px & 1);
-          a.y[(int64_t(b) * a.C + c) * a.Ho * a.Wo + int64_t(oy) * a.Wo + ox] = from_float<T>(v);
-        }
+    } else {
+      for (int e = threadIdx.x; e < np * th * tw; e += blockDim.x) {
+        const int p = e / (th * tw), oy = pos.y0 + (e / tw) % th, ox = pos.x0 + e % tw;
+        const int b = pos.b0 + p;
+        if (b >= a.B || oy >= a.Ho || ox >= a.Wo) continue;
+        const int py = s * oy, px = s * ox;
+        float v = bias + conv_window<K>(w0s, xs + p * xh * xw + (py - r - x0y) * xw + (px - r - x0x), xw, k);
+        const int iy = (py >> 1) - qay, ix = (px >> 1) - qax;
+        const float* zp = zs + p * 4 * qih * qiw + iy * qiw + ix;
+        const float z[4] = {zp[0], zp[qih * qiw], zp[2 * qih * qiw], zp[3 * qih * qiw]};
+        v += synth_child(z, py & 1, px & 1);
+        a.y[(int64_t(b) * a.C + c) * a.Ho * a.Wo + int64_t(oy) * a.Wo + ox] = from_float<T>(v);
       }
     }
   }
