@@ -256,6 +256,33 @@ TEST(WtconvGpu, ManyPlanesPerBlockAndSplits) {
   run_case(2, 2, 50, 45, 15, 3, 2, Precision::kFP32, true, 5);
 }
 
+// A plane that one tile holds, with rows that are not 4-element loads (odd widths, or the
+// activations one element off alignment), takes the base kernels' kPlane instances: the tile is
+// zeroed once per block and each item stages the plane's pixels alone (StagedRegion). The zeros
+// must hold for every item of a block: many planes per item, the last item past the batch, kernel
+// sizes 1 (the plane at tile offset 0) to 15, strides 1-3, one to five levels.
+TEST(WtconvGpu, PlaneTilesStageThePlaneAlone) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
+  struct Shape { int B, C, H, W, k, L, s; };
+  const Shape shapes[] = {{37, 3, 7, 7, 1, 3, 1},  {37, 3, 7, 7, 5, 2, 1},   {20, 2, 14, 14, 3, 3, 2},
+                          {9, 2, 15, 11, 15, 2, 1}, {50, 2, 6, 5, 7, 5, 3},   {5, 2, 1, 3, 9, 1, 1},
+                          {33, 2, 13, 9, 5, 4, 1},  {17, 2, 12, 12, 11, 2, 1}};
+  const Precision P[3] = {Precision::kFP32, Precision::kFP16, Precision::kBF16};
+  int i = 0;
+  for (const Shape& sh : shapes) {
+    run_case(sh.B, sh.C, sh.H, sh.W, sh.k, sh.L, sh.s, P[i % 3], i % 2 == 0, 700 + i);
+    ++i;
+  }
+  // 12 x 12 rows are 4-element loads (and TMA boxes); one element off alignment the same problem
+  // takes kPlane, with the same bits (L = 3: no fused level 2, whose sums are grouped otherwise).
+  for (Precision prec : P) {
+    const auto aligned = run_case(17, 2, 12, 12, 5, 3, 1, prec, true, 790);
+    const auto plane = run_case(17, 2, 12, 12, 5, 3, 1, prec, true, 790, 1);
+    ASSERT_EQ(aligned.size(), plane.size());
+    for (size_t j = 0; j < aligned.size(); ++j) EXPECT_TRUE(aligned[j] == plane[j]) << "output " << j;
+  }
+}
+
 // Rows of whole 16 bytes with aligned x and dy take the TMA staging of the base kernels (the
 // forward always where its plan allows, in place or copied; the backward for fp32 with even r) and
 // the 4-element (16-byte fp32, 8-byte fp16) staging with the Haar analysis on the fly elsewhere;

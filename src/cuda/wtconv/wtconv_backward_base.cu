@@ -30,7 +30,7 @@ __device__ __forceinline__ int bwd_box_origin(int t0, int r, int g2) { return 2 
 // kFixed (with kFuse2): the tile kFusedBwdTileH x kFusedBwdTileW coefficients, one plane per
 // item, at compile time (bwd_fused_fixed_tile): extents, pitches, row lengths and job divisors
 // become constants, as in the forward.
-template <typename T, int K, bool kTma, bool kFuse2, bool kFixed>
+template <typename T, int K, bool kTma, bool kFuse2, bool kFixed, bool kPlane = false>
 __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
     backward_base_kernel(const __grid_constant__ BwdBaseArgs<T> a) {
   static_assert(!kFuse2 || (kTma && K > 0), "the fused backward stages with TMA");
@@ -167,6 +167,10 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
   const bool l2_quads =
       kFixed || (kFuse2 && (eh2 * ew2) % 4 == 0 && quad_corr_ok(y2s, ew2, 0, g2s + r, ew2, kR % 4, tw2));
 
+  // kPlane: the tile holds its whole plane; the zeros around the plane (x and D tiles, Y_1 and G_1),
+  // once (StagedRegion).
+  if constexpr (kPlane) zero_floats(xs, 2 * np * pplane + 8 * np * plane);
+
   int64_t begin, end, step;
   block_items<true>(a.g.items, a.g.splits, split, &begin, &end, &step);  // strided: halos from L2
   // One mbarrier for both boxes; fused, one per box (bar: x, bar + 1: dy), so that the x pass
@@ -258,11 +262,14 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
             store_quad_rows(v.d, ds + q.p * pplane, pw, 2 * q.y, col0, 2 * ew, gs + q.p * 4 * plane, plane, ew);
           });
     } else {
+      // The pixel tiles, or (kPlane) the plane's pixels alone at tile offset so = 2 r, the zeros
+      // around them in place (StagedRegion); then the Haar blocks they touch.
+      const int so = kPlane ? 2 * r : 0;
       stage_tile<4>(
-          np * ph * 2 * ew,
+          kPlane ? np * int(a.pplane.divisor) : np * ph * 2 * ew,
           [&](int e) {
             const Pos3 q = split3(e, a.pplane, a.prow);
-            const int b = pos.b0 + q.p, y = py0 + q.y, x = px0 + q.x;
+            const int b = pos.b0 + q.p, y = py0 + so + q.y, x = px0 + so + q.x;
             float2 v = make_float2(0.f, 0.f);  // (x, D)
             if (b < a.B && y >= 0 && x >= 0 && y < a.H && x < a.W) {
               const int64_t pl = int64_t(b) * a.C + c;
@@ -275,13 +282,13 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
           },
           [&](int e, float2 v) {
             const Pos3 q = split3(e, a.pplane, a.prow);  // recomputed: the tile rows are padded
-            xs[q.p * pplane + q.y * pw + q.x] = v.x;
-            ds[q.p * pplane + q.y * pw + q.x] = v.y;
+            xs[q.p * pplane + (so + q.y) * pw + so + q.x] = v.x;
+            ds[q.p * pplane + (so + q.y) * pw + so + q.x] = v.y;
           });
       __syncthreads();
-      for (int e = threadIdx.x; e < np * plane; e += blockDim.x) {
+      for (int e = threadIdx.x; e < (kPlane ? np * int(a.plane.divisor) : np * plane); e += blockDim.x) {
         const Pos3 q = split3(e, a.plane, a.row);
-        const int p = q.p, rem = q.y * ew + q.x, yy = q.y, xx = q.x;
+        const int p = q.p, yy = so / 2 + q.y, xx = so / 2 + q.x, rem = yy * ew + xx;
         const float* xp = xs + p * pplane + (2 * yy) * pw + 2 * xx;
         const float* dp = ds + p * pplane + (2 * yy) * pw + 2 * xx;
         float z[4], g[4];
@@ -567,10 +574,12 @@ cudaError_t launch_backward_base(const BwdBaseArgs<T>& args, size_t smem, cudaSt
     const int r = a.k / 2, th = a.g.th, tw = a.g.tw, eh = th + 2 * r, ew = tw + 2 * r;
     // FastDivmod here, where the other WTConv kernels take TileDivmod: with TileDivmod this kernel's
     // fp16 build ran 6% slower (docs/wtconv.md, perf note 25).
-    a.pplane = FastDivmod(uint32_t(4 * eh * ew));  // staged pixels per plane (unpadded) and per row
-    a.prow = FastDivmod(uint32_t(2 * ew));
-    a.plane = FastDivmod(uint32_t(eh * ew));
-    a.row = FastDivmod(uint32_t(ew));
+    a.vec4 = a.stride == 1 && a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.x) % (4 * sizeof(T)) == 0 &&
+             reinterpret_cast<uintptr_t>(a.dy) % (4 * sizeof(T)) == 0;
+    // Generic staging: staged pixels per plane (unpadded) and per row, their Haar blocks likewise.
+    const StagedRegion sr = staged_region(a.g.tiles_y == 1 && a.g.tiles_x == 1 && !a.vec4, a.H, a.W, r, 2 * eh, 2 * ew);
+    a.plane_tile = sr.plane;
+    staged_region_divisors(sr, a.pplane, a.prow, a.plane, a.row);
     a.qcols = FastDivmod(uint32_t(tw));
     const int qr = strip_rows(a.k, th), pr = kStripRows;
     a.qstrips = strip_count<FastDivmod>(th, qr);
@@ -581,8 +590,6 @@ cudaError_t launch_backward_base(const BwdBaseArgs<T>& args, size_t smem, cudaSt
     a.dx_quads = a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.dx) % (4 * sizeof(T)) == 0;
     a.qcols2 = pair_count<FastDivmod>(tw);
     a.qstrips4 = strip_count<FastDivmod>(th, kStripRows);
-    a.vec4 = a.stride == 1 && a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.x) % (4 * sizeof(T)) == 0 &&
-             reinterpret_cast<uintptr_t>(a.dy) % (4 * sizeof(T)) == 0;
   }
   const size_t launch_smem = base_launch_smem(a, smem);
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
@@ -601,6 +608,7 @@ cudaError_t launch_backward_base(const BwdBaseArgs<T>& args, size_t smem, cudaSt
       if (a.tma) return launch_with_smem(backward_base_kernel<T, K, true, false, false>, blocks, launch_smem, stream, a);
     }
     if (a.fuse2) return cudaErrorNotSupported;  // the plan fuses only sizes with that instance (bwd_fused_smem)
+    if (a.plane_tile) return launch_with_smem(backward_base_kernel<T, K, false, false, false, true>, blocks, smem, stream, a);
     return launch_with_smem(backward_base_kernel<T, K, false, false, false>, blocks, smem, stream, a);
   });
 }

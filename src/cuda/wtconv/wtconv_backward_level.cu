@@ -6,6 +6,8 @@
 // HBM: reads X_{l-1}, G_{l-1}[LL], dX_l; writes dX_{l-1} and C x splits x 4kk partials. With
 // kDirect (level 2 when L == 2 at stride 1, plan.bwd_level2_direct) it reads x and dy instead and
 // forms X_1 and G_1 on chip.
+#include <type_traits>
+
 #include "wtconv_kernels.cuh"
 
 namespace winconv {
@@ -13,7 +15,9 @@ namespace wtconv_detail {
 
 // 4 resident blocks for k = 3 and 5 (64 registers; k = 5 spills 40 bytes and is still faster than
 // at 3 blocks: big_L2 training step -0.4% fp32, -1.2% fp16); larger k keeps its 128 registers.
-template <typename Tc, bool kDirect, int K>
+// kPlane: the tile holds the whole level grid; its coefficients alone are staged per item, the
+// zeros around them written once (staged_block).
+template <typename Tc, bool kDirect, int K, bool kPlane>
 __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backward_level_kernel(BwdLevelArgs<Tc> a) {
   extern __shared__ float smem[];
   constexpr int KM = K > 0 ? K : 15;
@@ -42,6 +46,8 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
   double tot[KM];
 #pragma unroll
   for (int j = 0; j < KM; ++j) tot[j] = 0.0;
+
+  if constexpr (kPlane) zero_floats(ys, 2 * np * 4 * plane);  // Y_l and G_l
 
   int64_t begin, end, step;
   block_items<kDirect>(a.g.items, a.g.splits, split, &begin, &end, &step);
@@ -82,21 +88,24 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
         staged = true;
       }
     }
+    const auto block = [&](int e, int hin, int win) {
+      return staged_block<kPlane>(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, hin, win);
+    };
     if (!staged) stage_tile<2>(
-        np * plane,
+        kPlane ? np * int(a.d.iplane.divisor) : np * plane,
         [&](int e) {
           if constexpr (kDirect) {
-            const LevelBlock blk = level_block(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, a.H, a.W);
+            const LevelBlock blk = block(e, a.H, a.W);
             return Blocks{load_block_ll<Tc>(a.xin, blk, a.H, a.W, a.vec4),
                           load_block_ll<Tc>(a.gin, blk, a.H, a.W, a.vec4)};
           } else {
-            const LevelBlock blk = level_block(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, a.hin, a.win);
+            const LevelBlock blk = block(e, a.hin, a.win);
             return Blocks{load_block(a.xin, blk, a.hin, a.win), load_block(a.gin, blk, a.hin, a.win)};
           }
         },
         [&](int e, const Blocks& v) {
           uint32_t p, rem;
-          a.d.plane.divmod(uint32_t(e), p, rem);
+          staged_slot<kPlane>(e, a.d, r, ew, p, rem);
           float z[4], g[4];
           haar4(v.x.x, v.x.y, v.x.z, v.x.w, z);
           haar4(v.g.x, v.g.y, v.g.z, v.g.w, g);
@@ -191,11 +200,16 @@ cudaError_t launch_backward_level(const BwdLevelArgs<Tc>& args, size_t smem, cud
   a.vec4 = a.direct && a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.xin) % (4 * sizeof(Tc)) == 0 &&
            reinterpret_cast<uintptr_t>(a.gin) % (4 * sizeof(Tc)) == 0;
   a.pairs = a.direct && pair_staging(a.xin, a.W, a.k, a.g.tw) && pair_staging(a.gin, a.W, a.k, a.g.tw);
+  a.plane_tile = !(sizeof(Tc) == 2 && a.pairs) && level_plane_tile(a.d, a.g, a.k, a.hq, a.wq);
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
   return dispatch_kernel_size(a.k, [&](auto kc) {
     constexpr int K = decltype(kc)::value;
-    if (a.direct) return launch_with_smem(backward_level_kernel<Tc, true, K>, blocks, smem, stream, a);
-    return launch_with_smem(backward_level_kernel<Tc, false, K>, blocks, smem, stream, a);
+    const auto launch = [&](auto plane) {
+      constexpr bool kPlane = decltype(plane)::value;
+      if (a.direct) return launch_with_smem(backward_level_kernel<Tc, true, K, kPlane>, blocks, smem, stream, a);
+      return launch_with_smem(backward_level_kernel<Tc, false, K, kPlane>, blocks, smem, stream, a);
+    };
+    return a.plane_tile ? launch(std::true_type{}) : launch(std::false_type{});
   });
 }
 

@@ -610,6 +610,44 @@ __device__ __forceinline__ void stage_tile(int n, Load load, Store store) {
   }
 }
 
+// The region of a base kernel's pixel tile (px_rows x px_cols, origin 2 r pixels before the
+// tile's first coefficient in both axes) that its generic staging loads per item: the whole tile,
+// or, when the tile holds its whole plane (one tile per plane: the small planes, 7 x 7 or 14 x 14),
+// the plane's pixels alone. They sit at tile row and column off = 2 r (the item's origin is then
+// -2 r), and everything else the tile holds is zero for every item: the kernel (its kPlane instance) writes those
+// zeros, and the Haar blocks of zeros, once before its item loop (nothing else writes them) and forms the
+// Haar blocks the plane touches (from block r on) per item. The whole tile cost more than 40% of
+// the kernels' instructions at 7 x 7 planes, on halo slots and their index math (docs/wtconv.md,
+// perf note 48).
+struct StagedRegion {
+  bool plane;        // the plane's pixels alone (the kernels' kPlane instances)
+  int off;           // first staged pixel row and column of the tile (0 or 2 r); Haar blocks from off / 2
+  int rows, cols;    // staged pixels
+  int brows, bcols;  // Haar blocks from them (every block the staged pixels touch)
+};
+inline StagedRegion staged_region(bool whole_plane, int64_t H, int64_t W, int r, int px_rows, int px_cols) {
+  if (!whole_plane) return {false, 0, px_rows, px_cols, px_rows / 2, px_cols / 2};
+  const int rows = int(H < px_rows - 2 * r ? H : px_rows - 2 * r), cols = int(W < px_cols - 2 * r ? W : px_cols - 2 * r);
+  return {true, 2 * r, rows, cols, (rows + 1) / 2, (cols + 1) / 2};
+}
+// The divisors of a StagedRegion: staged pixels per plane and per row, Haar blocks likewise.
+template <typename Div>
+inline void staged_region_divisors(const StagedRegion& sr, Div& pixel_plane, Div& pixel_row, Div& block_plane,
+                                   Div& block_row) {
+  pixel_plane = Div(uint32_t(sr.rows * sr.cols));
+  pixel_row = Div(uint32_t(sr.cols));
+  block_plane = Div(uint32_t(sr.brows * sr.bcols));
+  block_row = Div(uint32_t(sr.bcols));
+}
+// n floats of shared memory set to zero by the block (16-byte stores where p and n allow).
+__device__ __forceinline__ void zero_floats(float* p, int n) {
+  if (reinterpret_cast<uintptr_t>(p) % 16 == 0 && n % 4 == 0) {
+    for (int i = threadIdx.x; i < n / 4; i += blockDim.x) reinterpret_cast<float4*>(p)[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+  } else {
+    for (int i = threadIdx.x; i < n; i += blockDim.x) p[i] = 0.f;
+  }
+}
+
 // Four consecutive activations as floats, one 16-byte (fp32) or 8-byte (fp16/bf16) load.
 __device__ __forceinline__ float4 load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
 // Four 16-bit values (their raw 8 bytes) as floats.
@@ -923,6 +961,7 @@ __host__ __device__ __forceinline__ ItemPos next_item(ItemPos p, const ItemStep&
 struct LevelDivisors {
   TileDivmod plane, row, cell, col, strips;
   TileDivmod plane2, row2;  // block pairs: eh * (ew / 2) and ew / 2 (even ew; else unused)
+  TileDivmod iplane, irow;  // kPlane instances: the grid's hq x wq coefficients (staged_block)
 };
 
 // Index divisors of a base kernel's quad staging (set on the host by quad_divisors): jobs per
@@ -950,6 +989,37 @@ __device__ __forceinline__ LevelBlock level_block(int e, const ItemPos& pos, int
   blk.y = 2 * qy;
   blk.x = 2 * qx;
   return blk;
+}
+// Staging element e of a level kernel: its block (level_block), or in the kPlane instance, whose
+// tile holds the whole level grid (one tile per plane), that of the grid's coefficient e (hq x wq,
+// staged alone: the zeros around them are written once per block, as the base kernels'
+// StagedRegion; docs/wtconv.md, perf note 48).
+template <bool kPlane>
+__device__ __forceinline__ LevelBlock staged_block(int e, const ItemPos& pos, int r, const LevelDivisors& d, int B,
+                                                   int C, int c, int hq, int wq, int hin, int win) {
+  if constexpr (!kPlane) {
+    return level_block(e, pos, r, d, B, C, c, hq, wq, hin, win);
+  } else {
+    const Pos3 q = split3(e, d.iplane, d.irow);
+    const int b = pos.b0 + q.p;
+    LevelBlock blk;
+    blk.in = b < B;
+    blk.off = (int64_t(b) * C + c) * hin * win;
+    blk.y = 2 * q.y;
+    blk.x = 2 * q.x;
+    return blk;
+  }
+}
+// Its plane p and tile position `at` (rows of ew; kPlane: the coefficient's, r in from the edge).
+template <bool kPlane>
+__device__ __forceinline__ void staged_slot(int e, const LevelDivisors& d, int r, int ew, uint32_t& p, uint32_t& at) {
+  if constexpr (kPlane) {
+    const Pos3 q = split3(e, d.iplane, d.irow);
+    p = uint32_t(q.p);
+    at = uint32_t((r + q.y) * ew + r + q.x);
+  } else {
+    d.plane.divmod(uint32_t(e), p, at);
+  }
 }
 // Staging element e of the block-pair staging (load_block_pair_ll; np planes of eh x ew / 2
 // pairs): the left block's level-2 position (qy, qx even) and x's plane offset (H x W planes);

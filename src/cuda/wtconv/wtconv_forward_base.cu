@@ -29,7 +29,7 @@ __device__ __forceinline__ int fwd_tile_origin(int t0, int s, int r, int g2) { r
 // kFixed (with kFuse2): the tile kFusedFwdTileH x kFusedFwdTileW, one plane per item, at compile
 // time (fwd_fused_fixed_tile), so that the extents, pitches and job divisors below are constants:
 // immediate offsets and shifts instead of parameter loads and index arithmetic.
-template <typename T, int K, bool kTma, bool kFuse2, bool kFixed>
+template <typename T, int K, bool kTma, bool kFuse2, bool kFixed, bool kPlane = false>
 __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
     forward_base_kernel(const __grid_constant__ FwdBaseArgs<T> a) {
   static_assert(!kFuse2 || (kTma && K > 0), "the fused forward stages with TMA");
@@ -94,6 +94,10 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
       w2s[t * fs + e % kk] = a.w2[int64_t(4 * c) * kk + e] * a.s2[4 * c + t] * 0.25f;
     }
   }
+
+  // kPlane: the tile holds its whole plane; the zeros around the plane (x tile and Y_1), once
+  // (StagedRegion).
+  if constexpr (kPlane) zero_floats(xs, np * (xh * xw + 4 * qh * qw));
 
   int64_t begin, end, step;
   block_items<true>(a.g.items, a.g.splits, split, &begin, &end, &step);  // strided: halos from L2
@@ -165,25 +169,36 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
             store_quad_rows(v, xs + q.p * xh * xw, xw, 2 * q.y, 4 * q.x - off, xw, ys + q.p * 4 * qh * qw, qh * qw, qw);
           });
     } else {
+      // The x tile, or (kPlane) the plane's pixels alone at tile offset so = 2 r, the zeros around
+      // them in place (StagedRegion); then the Haar blocks they touch. The generic instance keeps
+      // its plain store index (xs[e]).
+      const int so = kPlane ? 2 * r : 0;
       stage_tile<8>(
-          np * xh * xw,
+          kPlane ? np * int(a.xplane.divisor) : np * xh * xw,
           [&](int e) {
             const Pos3 q = split3(e, a.xplane, a.xrow);
-            const int b = pos.b0 + q.p, y = x0y + q.y, x = x0x + q.x;
+            const int b = pos.b0 + q.p, y = x0y + so + q.y, x = x0x + so + q.x;
             float v = 0.f;
             if (b < a.B && y >= 0 && x >= 0 && y < a.H && x < a.W)
               v = to_float(a.x[(int64_t(b) * a.C + c) * a.H * a.W + int64_t(y) * a.W + x]);
             return v;
           },
-          [&](int e, float v) { xs[e] = v; });
+          [&](int e, float v) {
+            if constexpr (kPlane) {
+              const Pos3 q = split3(e, a.xplane, a.xrow);
+              xs[q.p * xh * xw + (so + q.y) * xw + so + q.x] = v;
+            } else {
+              xs[e] = v;
+            }
+          });
       __syncthreads();
-      for (int e = threadIdx.x; e < np * qh * qw; e += blockDim.x) {
+      for (int e = threadIdx.x; e < (kPlane ? np * int(a.qplane.divisor) : np * qh * qw); e += blockDim.x) {
         const Pos3 q = split3(e, a.qplane, a.qrow);
-        const int p = q.p, rem = q.y * qw + q.x;
-        const float* src = xs + p * xh * xw + (2 * q.y) * xw + 2 * q.x;
+        const int p = q.p, y = so / 2 + q.y, x = so / 2 + q.x;
+        const float* src = xs + p * xh * xw + (2 * y) * xw + 2 * x;
         float z[4];
         haar4(src[0], src[1], src[xw], src[xw + 1], z);
-        float* dst = ys + p * 4 * qh * qw + rem;
+        float* dst = ys + p * 4 * qh * qw + y * qw + x;
 #pragma unroll
         for (int t = 0; t < 4; ++t) dst[t * qh * qw] = z[t];
       }
@@ -433,17 +448,16 @@ cudaError_t launch_forward_base(const FwdBaseArgs<T>& args, size_t smem, cudaStr
     const int r = a.k / 2, s = a.stride, th = a.g.th, tw = a.g.tw;
     const int qih = fwd_base_coef_extent(s, th), qiw = fwd_base_coef_extent(s, tw);
     const int qh = qih + 2 * r, qw = qiw + 2 * r;
-    a.xplane = TileDivmod(uint32_t(4 * qh * qw));
-    a.xrow = TileDivmod(uint32_t(2 * qw));
-    a.qplane = TileDivmod(uint32_t(qh * qw));
-    a.qrow = TileDivmod(uint32_t(qw));
+    a.vec4 = a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.x) % (4 * sizeof(T)) == 0;
+    const StagedRegion sr = staged_region(a.g.tiles_y == 1 && a.g.tiles_x == 1 && !a.vec4, a.H, a.W, r, 2 * qh, 2 * qw);
+    a.plane_tile = sr.plane;
+    staged_region_divisors(sr, a.xplane, a.xrow, a.qplane, a.qrow);
     a.qcols = TileDivmod(uint32_t(qiw));
     const int qr = strip_rows(a.k, qih), orows = strip_rows(a.k, th);
     a.qstrips = strip_count(qih, qr);
     a.ocols = TileDivmod(uint32_t(tw));
     a.ostrips = strip_count(th, orows);
     a.quads = quad_divisors(qh, 2 * qw, fwd_quad_lead(tw, r, s));
-    a.vec4 = a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.x) % (4 * sizeof(T)) == 0;
     // Two columns per strip job: even column counts keep every row of the x tile, Y_1 and the
     // pairs 8-byte aligned (the tiles start at multiples of 4 floats, filter_stride).
     a.pair_base = s == 1 && tw % 2 == 0;
@@ -472,6 +486,7 @@ cudaError_t launch_forward_base(const FwdBaseArgs<T>& args, size_t smem, cudaStr
     }
     if constexpr (K != 0)
       if (a.tma) return launch_with_smem(forward_base_kernel<T, K, true, false, false>, blocks, launch_smem, stream, a);
+    if (a.plane_tile) return launch_with_smem(forward_base_kernel<T, K, false, false, false, true>, blocks, smem, stream, a);
     return launch_with_smem(forward_base_kernel<T, K, false, false, false>, blocks, smem, stream, a);
   });
 }

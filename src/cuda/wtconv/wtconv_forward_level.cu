@@ -10,7 +10,9 @@
 namespace winconv {
 namespace wtconv_detail {
 
-template <typename Tin, bool kDirect, int K>
+// kPlane: the tile holds the whole level grid; its coefficients alone are staged per item, the
+// zeros around them written once (staged_block).
+template <typename Tin, bool kDirect, int K, bool kPlane>
 __device__ __forceinline__ void forward_level_body(const FwdLevelArgs<Tin>& a) {
   extern __shared__ float smem[];
   const int k = K ? K : a.k, r = k / 2, kk = k * k;
@@ -23,6 +25,8 @@ __device__ __forceinline__ void forward_level_body(const FwdLevelArgs<Tin>& a) {
 
   for (int i = threadIdx.x; i < 4 * kk; i += blockDim.x)
     ws[i] = a.weight[int64_t(4 * c) * kk + i] * a.scale[4 * c + i / kk] * a.factor;
+
+  if constexpr (kPlane) zero_floats(ys, np * 4 * plane);
 
   int64_t begin, end, step;
   block_items<kDirect>(a.g.items, a.g.splits, split, &begin, &end, &step);
@@ -52,20 +56,21 @@ __device__ __forceinline__ void forward_level_body(const FwdLevelArgs<Tin>& a) {
         staged = true;
       }
     }
+    const auto block = [&](int e, int hin, int win) {
+      return staged_block<kPlane>(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, hin, win);
+    };
     if (!staged) stage_tile<2>(
-        np * plane,
+        kPlane ? np * int(a.d.iplane.divisor) : np * plane,
         [&](int e) {
           if constexpr (kDirect) {
-            const LevelBlock blk = level_block(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, a.H, a.W);
-            return load_block_ll<float>(a.xin, blk, a.H, a.W, a.vec4);  // the forward chain is float
+            return load_block_ll<float>(a.xin, block(e, a.H, a.W), a.H, a.W, a.vec4);  // the forward chain is float
           } else {
-            const LevelBlock blk = level_block(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, a.hin, a.win);
-            return load_block(a.xin, blk, a.hin, a.win);
+            return load_block(a.xin, block(e, a.hin, a.win), a.hin, a.win);
           }
         },
         [&](int e, float4 v) {
           uint32_t p, rem;
-          a.d.plane.divmod(uint32_t(e), p, rem);
+          staged_slot<kPlane>(e, a.d, r, ew, p, rem);
           float z[4];
           haar4(v.x, v.y, v.z, v.w, z);
           float* dst = ys + p * 4 * plane + rem;
@@ -119,16 +124,16 @@ __device__ __forceinline__ void forward_level_body(const FwdLevelArgs<Tin>& a) {
   }
 }
 
-template <typename Tin, bool kDirect, int K>
+template <typename Tin, bool kDirect, int K, bool kPlane>
 __global__ void __launch_bounds__(kBlockThreads) forward_level_kernel(FwdLevelArgs<Tin> a) {
-  forward_level_body<Tin, kDirect, K>(a);
+  forward_level_body<Tin, kDirect, K, kPlane>(a);
 }
 // 16-bit activations: held to 4 blocks per SM (64 registers; k = 5 spills 20 bytes), which the
 // pair staging's 16-byte loads in flight would otherwise exceed; a bound of 3 blocks measured
 // 1.6% slower on the big_L2 forward (docs/wtconv.md, perf note 28).
-template <typename Tin, int K>
+template <typename Tin, int K, bool kPlane>
 __global__ void __launch_bounds__(kBlockThreads, 4) forward_level_kernel16(FwdLevelArgs<Tin> a) {
-  forward_level_body<Tin, true, K>(a);
+  forward_level_body<Tin, true, K, kPlane>(a);
 }
 
 // A stored chain is float; an activation input (fp16/bf16 only ever direct) takes the direct kernel.
@@ -138,13 +143,19 @@ cudaError_t launch_forward_level(const FwdLevelArgs<Tin>& args, size_t smem, cud
   a.d = level_divisors(a.g, a.k);
   a.vec4 = a.direct && a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.xin) % (4 * sizeof(Tin)) == 0;
   a.pairs = a.direct && pair_staging(a.xin, a.W, a.k, a.g.tw);
+  a.plane_tile = !(sizeof(Tin) == 2 && a.pairs) && level_plane_tile(a.d, a.g, a.k, a.hq, a.wq);
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
   return dispatch_kernel_size(a.k, [&](auto kc) {
     constexpr int K = decltype(kc)::value;
-    if constexpr (std::is_same<Tin, float>::value)
-      if (!a.direct) return launch_with_smem(forward_level_kernel<float, false, K>, blocks, smem, stream, a);
-    if constexpr (sizeof(Tin) == 2) return launch_with_smem(forward_level_kernel16<Tin, K>, blocks, smem, stream, a);
-    else return launch_with_smem(forward_level_kernel<Tin, true, K>, blocks, smem, stream, a);
+    const auto launch = [&](auto plane) {
+      constexpr bool kPlane = decltype(plane)::value;
+      if constexpr (std::is_same<Tin, float>::value)
+        if (!a.direct) return launch_with_smem(forward_level_kernel<float, false, K, kPlane>, blocks, smem, stream, a);
+      if constexpr (sizeof(Tin) == 2)
+        return launch_with_smem(forward_level_kernel16<Tin, K, kPlane>, blocks, smem, stream, a);
+      else return launch_with_smem(forward_level_kernel<Tin, true, K, kPlane>, blocks, smem, stream, a);
+    };
+    return a.plane_tile ? launch(std::true_type{}) : launch(std::false_type{});
   });
 }
 

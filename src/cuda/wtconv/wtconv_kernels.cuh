@@ -44,6 +44,7 @@ struct FwdLevelArgs {
   int H = 0, W = 0;
   bool vec4 = false;  // direct: W % 4 == 0 and x 4-element aligned (set by the launcher)
   bool pairs = false;  // direct, 16-bit: stage block pairs with 16-byte loads (launcher: pair_staging)
+  bool plane_tile = false;  // one tile per plane, not pairs: the kPlane instance (launcher: level_plane_tile)
 };
 template <typename Tin>
 cudaError_t launch_forward_level(const FwdLevelArgs<Tin>& a, size_t smem, cudaStream_t stream);
@@ -61,6 +62,7 @@ struct FwdBaseArgs {
   TileDivmod xplane, xrow, qplane, qrow, qcols, qstrips, ocols, ostrips;
   bool vec4;                 // quad staging (W % 4 == 0, x 4-element aligned)
   QuadDivisors<TileDivmod> quads;  // quad jobs over the qh rows of the x tile
+  bool plane_tile = false;   // generic staging of the plane's pixels alone (StagedRegion; launcher)
   bool pair_base, pair_sub;  // two columns per strip job in the base / level-1 subband convs
   bool y_pairs = false;      // Wo even and y 2-element aligned: an output column pair is one store
   bool y_quads = false;      // Wo a multiple of 4 and y 4-element aligned: four output columns, one store
@@ -109,6 +111,7 @@ struct BwdLevelArgs {
   int H = 0, W = 0;
   bool vec4 = false;  // direct: W % 4 == 0 and x, dy 4-element aligned (set by the launcher)
   bool pairs = false;  // direct, 16-bit: stage block pairs with 16-byte loads (launcher: pair_staging)
+  bool plane_tile = false;  // one tile per plane, not pairs: the kPlane instance (launcher: level_plane_tile)
 };
 template <typename Tc>
 cudaError_t launch_backward_level(const BwdLevelArgs<Tc>& a, size_t smem, cudaStream_t stream);
@@ -130,6 +133,7 @@ struct BwdBaseArgs {
   FastDivmod pplane, prow, plane, row, qcols, qstrips, pstrips;
   bool vec4;                 // quad staging (stride 1, W % 4 == 0, x and dy 4-element aligned)
   QuadDivisors<FastDivmod> quads;  // quad jobs over the eh rows of the pixel tile
+  bool plane_tile = false;   // generic staging of the plane's pixels alone (StagedRegion; launcher)
   bool pair_sub;             // two columns per level-1 subband strip job (tw even)
   bool dx_pairs = false;     // W even and dx 2-element aligned: a pixel column pair is one store
   bool dx_quads = false;     // W a multiple of 4 and dx 4-element aligned: four pixel columns, one store
@@ -242,6 +246,16 @@ inline LevelDivisors level_divisors(const TileGeom& g, int k) {
   d.plane2 = TileDivmod(uint32_t(eh * (ew / 2 > 0 ? ew / 2 : 1)));
   d.row2 = TileDivmod(uint32_t(ew / 2 > 0 ? ew / 2 : 1));
   return d;
+}
+// Whether a level kernel takes its kPlane instance (staged_block): one tile per plane, and the
+// divisors of its hq x wq coefficients (at most the tile's interior) in d.
+inline bool level_plane_tile(LevelDivisors& d, const TileGeom& g, int k, int64_t hq, int64_t wq) {
+  if (g.tiles_y != 1 || g.tiles_x != 1) return false;
+  const int r = k / 2;
+  const int rows = int(hq < g.th + r ? hq : g.th + r), cols = int(wq < g.tw + r ? wq : g.tw + r);
+  d.iplane = TileDivmod(uint32_t(rows * cols));
+  d.irow = TileDivmod(uint32_t(cols));
+  return true;
 }
 
 // Whether a direct level-2 kernel over 16-bit activations stages pairs of blocks with 16-byte

@@ -1,0 +1,102 @@
+// The base kernels' plane staging (StagedRegion, the kPlane instances) against the whole-tile
+// staging it replaces, on the host: for every plane that one tile holds, the tile the generic
+// staging fills (every slot loaded, zero outside the plane) must equal the one kPlane fills (zeros
+// once, then the staged region from the plane), and the Haar blocks kPlane forms per item must be
+// every block with a pixel of the plane (the others are Haar blocks of zeros). Tiles from the plan,
+// for the forward (x tile) and the backward (pixel tiles), kernel sizes 1-15, strides 1-3. No GPU.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "cuda/wtconv/wtconv_common.cuh"
+
+namespace winconv {
+namespace wtconv_detail {
+namespace {
+
+// Pixel (y, x) of the test plane, never zero inside it.
+float pixel(int y, int x) { return 1.f + float(y * 97 + x); }
+
+// The generic staging: tile slot (ty, tx) holds plane pixel (ty - 2 r, tx - 2 r) or zero.
+std::vector<float> whole_tile(int H, int W, int r, int rows, int cols) {
+  std::vector<float> t(size_t(rows) * cols, 0.f);
+  for (int ty = 0; ty < rows; ++ty)
+    for (int tx = 0; tx < cols; ++tx) {
+      const int y = ty - 2 * r, x = tx - 2 * r;
+      if (y >= 0 && x >= 0 && y < H && x < W) t[size_t(ty) * cols + tx] = pixel(y, x);
+    }
+  return t;
+}
+
+// kPlane: zeros, then the staged region at (off, off); marks the Haar blocks it forms.
+std::vector<float> plane_tile(int H, int W, int r, int rows, int cols, std::vector<char>* formed) {
+  const StagedRegion sr = staged_region(true, H, W, r, rows, cols);
+  EXPECT_TRUE(sr.plane);
+  EXPECT_EQ(sr.off, 2 * r);
+  std::vector<float> t(size_t(rows) * cols, 0.f);
+  for (int y = 0; y < sr.rows; ++y)
+    for (int x = 0; x < sr.cols; ++x) {
+      const int ty = sr.off + y, tx = sr.off + x;
+      EXPECT_LT(ty, rows);
+      EXPECT_LT(tx, cols);
+      if (ty < rows && tx < cols) t[size_t(ty) * cols + tx] = pixel(y, x);
+    }
+  formed->assign(size_t(rows / 2) * (cols / 2), 0);
+  for (int by = 0; by < sr.brows; ++by)
+    for (int bx = 0; bx < sr.bcols; ++bx) {
+      const int y = sr.off / 2 + by, x = sr.off / 2 + bx;
+      EXPECT_LT(y, rows / 2);
+      EXPECT_LT(x, cols / 2);
+      if (y < rows / 2 && x < cols / 2) (*formed)[size_t(y) * (cols / 2) + x] = 1;
+    }
+  return t;
+}
+
+void check(int H, int W, int r, int rows, int cols, const char* what) {
+  std::vector<char> formed;
+  const std::vector<float> want = whole_tile(H, W, r, rows, cols);
+  ASSERT_EQ(plane_tile(H, W, r, rows, cols, &formed), want) << what << " " << H << "x" << W << " r" << r;
+  for (int by = 0; by < rows / 2; ++by)
+    for (int bx = 0; bx < cols / 2; ++bx) {
+      bool nonzero = false;
+      for (int i = 0; i < 2; ++i)
+        for (int j = 0; j < 2; ++j) nonzero |= want[size_t(2 * by + i) * cols + 2 * bx + j] != 0.f;
+      // Every block with a pixel of the plane is formed; the others hold zeros, which is what the
+      // zeros written once are (a formed block of zeros is harmless).
+      if (nonzero) EXPECT_TRUE(formed[size_t(by) * (cols / 2) + bx]) << what << " block " << by << "," << bx;
+    }
+}
+
+TEST(WtconvStagingHost, PlaneStagingFillsTheWholeTilesValues) {
+  int checked = 0;
+  for (int k = 1; k <= 15; k += 2)
+    for (int s = 1; s <= 3; ++s)
+      for (int H = 1; H <= 40; H += 3)
+        for (int W = 1; W <= 40; W += 5) {
+          const int r = k / 2;
+          const int64_t Ho = (H + s - 1) / s, Wo = (W + s - 1) / s;
+          const WtconvTile f = pick_fwd_base_tile(4, 8, Ho, Wo, k, s);
+          if (f.tiles_y == 1 && f.tiles_x == 1) {  // as launch_forward_base decides
+            const int qh = fwd_base_coef_extent(s, f.th) + 2 * r, qw = fwd_base_coef_extent(s, f.tw) + 2 * r;
+            check(H, W, r, 2 * qh, 2 * qw, "forward");
+            ++checked;
+          }
+          const WtconvTile b = pick_bwd_base_tile(4, 8, (H + 1) / 2, (W + 1) / 2, k);
+          if (b.tiles_y == 1 && b.tiles_x == 1) {  // as launch_backward_base decides
+            check(H, W, r, 2 * (b.th + 2 * r), 2 * (b.tw + 2 * r), "backward");
+            ++checked;
+          }
+        }
+  EXPECT_GT(checked, 500);
+  // More than one tile: the whole tile, as before.
+  const StagedRegion sr = staged_region(false, 100, 75, 2, 40, 72);
+  EXPECT_FALSE(sr.plane);
+  EXPECT_EQ(sr.off, 0);
+  EXPECT_EQ(sr.rows * sr.cols, 40 * 72);
+  EXPECT_EQ(sr.brows * sr.bcols, 20 * 36);
+}
+
+}  // namespace
+}  // namespace wtconv_detail
+}  // namespace winconv
