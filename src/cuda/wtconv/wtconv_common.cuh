@@ -614,11 +614,11 @@ __device__ __forceinline__ void stage_tile(int n, Load load, Store store) {
 // tile's first coefficient in both axes) that its generic staging loads per item: the whole tile,
 // or, when the tile holds its whole plane (one tile per plane: the small planes, 7 x 7 or 14 x 14),
 // the plane's pixels alone. They sit at tile row and column off = 2 r (the item's origin is then
-// -2 r), and everything else the tile holds is zero for every item: the kernel (its kPlane instance) writes those
-// zeros, and the Haar blocks of zeros, once before its item loop (nothing else writes them) and forms the
-// Haar blocks the plane touches (from block r on) per item. The whole tile cost more than 40% of
-// the kernels' instructions at 7 x 7 planes, on halo slots and their index math (docs/wtconv.md,
-// perf note 48).
+// -2 r), and everything else the tile holds is zero for every item: the kernel (its kPlane
+// instance) writes those zeros, and the Haar blocks of zeros, once before its item loop (nothing
+// else writes them) and forms the Haar blocks the plane touches (from block r on) per item. The
+// whole tile cost more than 40% of the kernels' instructions at 7 x 7 planes, on halo slots and
+// their index math (docs/wtconv.md, perf note 48).
 struct StagedRegion {
   bool plane;        // the plane's pixels alone (the kernels' kPlane instances)
   int off;           // first staged pixel row and column of the tile (0 or 2 r); Haar blocks from off / 2
@@ -627,7 +627,8 @@ struct StagedRegion {
 };
 inline StagedRegion staged_region(bool whole_plane, int64_t H, int64_t W, int r, int px_rows, int px_cols) {
   if (!whole_plane) return {false, 0, px_rows, px_cols, px_rows / 2, px_cols / 2};
-  const int rows = int(H < px_rows - 2 * r ? H : px_rows - 2 * r), cols = int(W < px_cols - 2 * r ? W : px_cols - 2 * r);
+  const int rows = int(H < px_rows - 2 * r ? H : px_rows - 2 * r);
+  const int cols = int(W < px_cols - 2 * r ? W : px_cols - 2 * r);
   return {true, 2 * r, rows, cols, (rows + 1) / 2, (cols + 1) / 2};
 }
 // The divisors of a StagedRegion: staged pixels per plane and per row, Haar blocks likewise.
