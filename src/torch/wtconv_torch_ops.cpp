@@ -155,6 +155,26 @@ at::Tensor forward_meta(const at::Tensor& x, const at::Tensor&, const std::optio
                    x.options());
 }
 
+// The gradients of the parameters saved[1..] (undefined ones skipped) as views of one float32
+// buffer, each 16-byte aligned with its parameter's sizes and strides: one allocation instead of
+// 2 L + 3, which at the small shapes, where the host decides the step's time, cost more than the
+// kernels (docs/wtconv.md, note 49). Each .grad then shares that buffer with the others (a saved
+// .grad alone carries the whole buffer, a few KiB per channel); the parameters are contiguous
+// (validate), so the views meet AccumulateGrad's layout rule and are taken over as the .grad.
+void parameter_gradients(const variable_list& saved, variable_list& grads) {
+  constexpr int64_t kAlign = 4;  // floats
+  int64_t total = 0;
+  for (size_t i = 1; i < saved.size(); ++i)
+    if (saved[i].defined()) total += (saved[i].numel() + kAlign - 1) / kAlign * kAlign;
+  const at::Tensor buffer = at::empty({total}, saved[1].options());
+  int64_t offset = 0;
+  for (size_t i = 1; i < saved.size(); ++i) {
+    if (!saved[i].defined()) continue;
+    grads[i] = buffer.as_strided(saved[i].sizes(), saved[i].strides(), offset);
+    offset += (saved[i].numel() + kAlign - 1) / kAlign * kAlign;
+  }
+}
+
 // Saved: x, base weight, bias (possibly undefined), base scale, then the level weights and scales,
 // and the validated sizes. Autograd refuses saved tensors modified in place, so the backward does not
 // validate them again (about a microsecond per call at the small shapes, where the host decides).
@@ -194,13 +214,7 @@ class WtconvFunction : public torch::autograd::Function<WtconvFunction> {
     check_rc(winconv_wtconv_backward_workspace_size(d.b, d.c, d.h, d.w, d.k, d.levels, d.stride, d.dtype, &ws_bytes),
              "wtconv2d backward workspace query");
     grads[0] = at::empty_like(x);
-    grads[1] = at::empty_like(w0);
-    if (b0.defined()) grads[2] = at::empty_like(b0);
-    grads[3] = at::empty_like(s0);
-    for (size_t l = 0; l < levels; ++l) {
-      grads[4 + l] = at::empty_like(wl[l]);
-      grads[4 + levels + l] = at::empty_like(sl[l]);
-    }
+    parameter_gradients(saved, grads);
     at::Tensor ws = workspace(ws_bytes, x);
     const auto wptr = pointers<const float*>(wl);
     const auto sptr = pointers<const float*>(sl);

@@ -260,13 +260,17 @@ TEST(WtconvGpu, ManyPlanesPerBlockAndSplits) {
 // activations one element off alignment), takes the base kernels' kPlane instances: the tile is
 // zeroed once per block and each item stages the plane's pixels alone (StagedRegion). The zeros
 // must hold for every item of a block: many planes per item, the last item past the batch, kernel
-// sizes 1 (the plane at tile offset 0) to 15, strides 1-3, one to five levels.
+// sizes 1 (the plane at tile offset 0) to 15, strides 1-3, one to five levels. At L >= 3 and stride
+// 1 the Haar cascade's kPlane instance stages such planes too and writes each level's grid rounded
+// up to even (the last level exactly: 1 x 1 grids included).
 TEST(WtconvGpu, PlaneTilesStageThePlaneAlone) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
   struct Shape { int B, C, H, W, k, L, s; };
   const Shape shapes[] = {{37, 3, 7, 7, 1, 3, 1},  {37, 3, 7, 7, 5, 2, 1},   {20, 2, 14, 14, 3, 3, 2},
                           {9, 2, 15, 11, 15, 2, 1}, {50, 2, 6, 5, 7, 5, 3},   {5, 2, 1, 3, 9, 1, 1},
-                          {33, 2, 13, 9, 5, 4, 1},  {17, 2, 12, 12, 11, 2, 1}};
+                          {33, 2, 13, 9, 5, 4, 1},  {17, 2, 12, 12, 11, 2, 1}, {9, 2, 14, 14, 5, 3, 1},
+                          {5, 3, 3, 5, 3, 5, 1},    {6, 2, 28, 28, 5, 4, 1},   {4, 2, 28, 28, 9, 3, 1},
+                          {11, 2, 20, 20, 7, 3, 1}, {3, 2, 1, 1, 5, 4, 1}};
   const Precision P[3] = {Precision::kFP32, Precision::kFP16, Precision::kBF16};
   int i = 0;
   for (const Shape& sh : shapes) {

@@ -121,6 +121,27 @@ def test_operator_matches_ctypes_binding_bit_for_bit(case, dtype):
         assert torch.equal(a, b_)
 
 
+def test_parameter_gradients_accumulate_and_do_not_overlap():
+    """The operator hands the parameter gradients back as views of one buffer (src/torch/): each
+    .grad must still hold its own values, so two backward passes add up and writing one .grad
+    leaves every other alone."""
+    _gpu_op()
+    layer = winconv.WTConv2d(6, 6, kernel_size=3, wt_levels=3).cuda()
+    x = torch.randn(2, 6, 13, 9, device="cuda")
+    grad_y = torch.randn(2, 6, 13, 9, device="cuda")
+    params = {n: p for n, p in layer.named_parameters() if p.requires_grad}
+    layer(x).backward(grad_y)
+    first = {n: p.grad.clone() for n, p in params.items()}
+    assert all(torch.isfinite(g).all() and g.abs().sum() > 0 for g in first.values())
+    layer(x).backward(grad_y)
+    for n, p in params.items():
+        assert torch.equal(p.grad, 2 * first[n]), n
+    names = list(params)
+    params[names[0]].grad.fill_(float("nan"))
+    for n in names[1:]:
+        assert torch.equal(params[n].grad, 2 * first[n]), n
+
+
 def test_module_uses_the_operator_and_inference_mode_works():
     _gpu_op()
     layer = winconv.WTConv2d(8, 8, kernel_size=5, wt_levels=2).cuda()

@@ -196,11 +196,11 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
 template <typename Tc>
 cudaError_t launch_backward_level(const BwdLevelArgs<Tc>& args, size_t smem, cudaStream_t stream) {
   BwdLevelArgs<Tc> a = args;
-  a.d = level_divisors(a.g, a.k);
+  a.d = level_divisors(a.g, a.k, a.hq, a.wq);
   a.vec4 = a.direct && a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.xin) % (4 * sizeof(Tc)) == 0 &&
            reinterpret_cast<uintptr_t>(a.gin) % (4 * sizeof(Tc)) == 0;
   a.pairs = a.direct && pair_staging(a.xin, a.W, a.k, a.g.tw) && pair_staging(a.gin, a.W, a.k, a.g.tw);
-  a.plane_tile = !(sizeof(Tc) == 2 && a.pairs) && level_plane_tile(a.d, a.g, a.k, a.hq, a.wq);
+  a.plane_tile = !(sizeof(Tc) == 2 && a.pairs) && level_plane_tile(a.g);
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
   return dispatch_kernel_size(a.k, [&](auto kc) {
     constexpr int K = decltype(kc)::value;

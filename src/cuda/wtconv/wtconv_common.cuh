@@ -962,7 +962,7 @@ __host__ __device__ __forceinline__ ItemPos next_item(ItemPos p, const ItemStep&
 struct LevelDivisors {
   TileDivmod plane, row, cell, col, strips;
   TileDivmod plane2, row2;  // block pairs: eh * (ew / 2) and ew / 2 (even ew; else unused)
-  TileDivmod iplane, irow;  // kPlane instances: the grid's hq x wq coefficients (staged_block)
+  TileDivmod iplane, irow;  // kPlane instances: the grid's coefficients, at most the interior (staged_block)
 };
 
 // Index divisors of a base kernel's quad staging (set on the host by quad_divisors): jobs per
@@ -980,16 +980,21 @@ struct LevelBlock {
   int y, x;     // top-left element of the block
   bool in;
 };
-__device__ __forceinline__ LevelBlock level_block(int e, const ItemPos& pos, int r, const LevelDivisors& d, int B,
-                                                  int C, int c, int hq, int wq, int hin, int win) {
-  const Pos3 q = split3(e, d.plane, d.row);
-  const int qy = pos.y0 - r + q.y, qx = pos.x0 - r + q.x, b = pos.b0 + q.p;
+// The block of level-l coefficient (qy, qx) of plane b; in: b and (qy, qx) inside the grid.
+__device__ __forceinline__ LevelBlock make_level_block(int b, int qy, int qx, bool in, int C, int c, int hin,
+                                                       int win) {
   LevelBlock blk;
-  blk.in = b < B && qy >= 0 && qx >= 0 && qy < hq && qx < wq;
+  blk.in = in;
   blk.off = (int64_t(b) * C + c) * hin * win;
   blk.y = 2 * qy;
   blk.x = 2 * qx;
   return blk;
+}
+__device__ __forceinline__ LevelBlock level_block(int e, const ItemPos& pos, int r, const LevelDivisors& d, int B,
+                                                  int C, int c, int hq, int wq, int hin, int win) {
+  const Pos3 q = split3(e, d.plane, d.row);
+  const int qy = pos.y0 - r + q.y, qx = pos.x0 - r + q.x, b = pos.b0 + q.p;
+  return make_level_block(b, qy, qx, b < B && qy >= 0 && qx >= 0 && qy < hq && qx < wq, C, c, hin, win);
 }
 // Staging element e of a level kernel: its block (level_block), or in the kPlane instance, whose
 // tile holds the whole level grid (one tile per plane), that of the grid's coefficient e (hq x wq,
@@ -1003,12 +1008,7 @@ __device__ __forceinline__ LevelBlock staged_block(int e, const ItemPos& pos, in
   } else {
     const Pos3 q = split3(e, d.iplane, d.irow);
     const int b = pos.b0 + q.p;
-    LevelBlock blk;
-    blk.in = b < B;
-    blk.off = (int64_t(b) * C + c) * hin * win;
-    blk.y = 2 * q.y;
-    blk.x = 2 * q.x;
-    return blk;
+    return make_level_block(b, q.y, q.x, b < B, C, c, hin, win);
   }
 }
 // Its plane p and tile position `at` (rows of ew; kPlane: the coefficient's, r in from the edge).

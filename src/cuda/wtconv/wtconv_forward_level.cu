@@ -140,10 +140,10 @@ __global__ void __launch_bounds__(kBlockThreads, 4) forward_level_kernel16(FwdLe
 template <typename Tin>
 cudaError_t launch_forward_level(const FwdLevelArgs<Tin>& args, size_t smem, cudaStream_t stream) {
   FwdLevelArgs<Tin> a = args;
-  a.d = level_divisors(a.g, a.k);
+  a.d = level_divisors(a.g, a.k, a.hq, a.wq);
   a.vec4 = a.direct && a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.xin) % (4 * sizeof(Tin)) == 0;
   a.pairs = a.direct && pair_staging(a.xin, a.W, a.k, a.g.tw);
-  a.plane_tile = !(sizeof(Tin) == 2 && a.pairs) && level_plane_tile(a.d, a.g, a.k, a.hq, a.wq);
+  a.plane_tile = !(sizeof(Tin) == 2 && a.pairs) && level_plane_tile(a.g);
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
   return dispatch_kernel_size(a.k, [&](auto kc) {
     constexpr int K = decltype(kc)::value;

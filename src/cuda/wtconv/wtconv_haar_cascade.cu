@@ -14,6 +14,12 @@ struct CascadeGeom {
   int hin, win, stride, levels, lt, np;  // T = 1 << lt
   bool vec4;                             // 4-element loads (see launch_haar_cascade)
   FastDivmod per_group, tiles_x;         // block -> (plane group, tile row, tile column)
+  // kPlane (one tile per plane, stride 1): the np planes of a block are contiguous in `in` and
+  // in every level's output, so the staging copies hin * win elements per plane and each level
+  // writes its grid rounded up to even (zeros past the grid: what the next level's Haar blocks
+  // read there), instead of the whole tile with a bounds test per element.
+  FastDivmod pix_plane, pix_row;         // hin * win, win
+  FastDivmod lvl_plane[5], lvl_row[5];   // per level: even(hout) * even(wout), even(wout) (last: exact)
   Tfirst* first;   // out level a+1
   float* deeper[4];  // levels a+2..a+levels
   int hout[5], wout[5];
@@ -22,7 +28,48 @@ struct CascadeGeom {
 // Index math is shifts and masks (T is a power of two) and the block decode uses FastDivmod: the
 // kernel moves 4-6 bytes per element, so a hardware-less integer divide per element made it
 // instruction-bound at a fifth of the copy bandwidth.
+// The kPlane instance (CascadeGeom::pix_plane): one tile per plane, stride 1.
 template <typename Tin, typename Tfirst>
+__device__ __forceinline__ void haar_cascade_planes(const Tin* __restrict__ in, const CascadeGeom<Tfirst>& g,
+                                                    float* buf0, float* buf1, int64_t plane0) {
+  const int lt = g.lt, T = 1 << lt, TT = T * T;
+  const int np = int(g.planes - plane0 < g.np ? g.planes - plane0 : g.np);  // planes of this block
+  zero_floats(buf0, g.np * TT);  // the padding row and column of odd planes
+  __syncthreads();
+  const Tin* src = in + plane0 * g.hin * g.win;
+  stage_tile<4>(
+      np * int(g.pix_plane.divisor), [&](int e) { return to_float(src[e]); },
+      [&](int e, float v) {
+        uint32_t p, rem, y, x;
+        g.pix_plane.divmod(uint32_t(e), p, rem);
+        g.pix_row.divmod(rem, y, x);
+        buf0[(p << (2 * lt)) + (y << lt) + x] = v;
+      });
+  int ls = lt;  // side = 1 << ls
+  for (int j = 0; j < g.levels; ++j) {
+    __syncthreads();
+    const int side = 1 << ls, ln = ls - 1, hout = g.hout[j], wout = g.wout[j];
+    const int64_t out0 = plane0 * hout * wout;
+    for (int e = threadIdx.x; e < np * int(g.lvl_plane[j].divisor); e += blockDim.x) {
+      uint32_t p, rem, yy, xx;
+      g.lvl_plane[j].divmod(uint32_t(e), p, rem);
+      g.lvl_row[j].divmod(rem, yy, xx);
+      float ll = 0.f;  // past the grid: the zero padding of the next level's blocks
+      if (int(yy) < hout && int(xx) < wout) {
+        const float* s = buf0 + (p << (2 * ls)) + (2 * yy) * side + 2 * xx;
+        ll = haar_ll(s[0], s[1], s[side], s[side + 1]);
+        const int64_t at = out0 + int64_t(p) * hout * wout + int(yy) * wout + int(xx);
+        if (j == 0) g.first[at] = from_float<Tfirst>(ll);
+        else g.deeper[j - 1][at] = ll;
+      }
+      buf1[(p << (2 * ln)) + (yy << ln) + xx] = ll;
+    }
+    float* t = buf0; buf0 = buf1; buf1 = t;
+    ls = ln;
+  }
+}
+
+template <typename Tin, typename Tfirst, bool kPlane>
 __global__ void __launch_bounds__(kBlockThreads) haar_cascade_kernel(const Tin* __restrict__ in, CascadeGeom<Tfirst> g) {
   extern __shared__ float smem[];
   const int lt = g.lt, T = 1 << lt, TT = T * T;
@@ -33,6 +80,10 @@ __global__ void __launch_bounds__(kBlockThreads) haar_cascade_kernel(const Tin* 
   g.tiles_x.divmod(rem, ty, tx);
   const int y0 = int(ty) << lt, x0 = int(tx) << lt;
   const int64_t plane0 = int64_t(pg) * g.np;
+  if constexpr (kPlane) {
+    haar_cascade_planes(in, g, buf0, buf1, plane0);
+    return;
+  }
 
   if (g.vec4) {
     const int lq = lt - 2;  // T / 4 quads per tile row
@@ -128,7 +179,22 @@ cudaError_t launch_haar_cascade(const Tin* in, int stride, int64_t in_plane_h, i
   }
   const int64_t blocks = (planes + np - 1) / np * tiles_y * tiles_x;
   const size_t smem = size_t(2) * np * T * T * sizeof(float);
-  haar_cascade_kernel<Tin, Tfirst><<<unsigned(blocks), kBlockThreads, smem, stream>>>(in, g);
+  // One tile per plane at stride 1, rows not 4-element loads: the planes alone (haar_cascade_planes).
+  if (tiles_y == 1 && tiles_x == 1 && stride == 1 && !g.vec4) {
+    g.pix_plane = FastDivmod(uint32_t(hin * win));
+    g.pix_row = FastDivmod(uint32_t(win));
+    for (int j = 0; j < levels; ++j) {
+      // Rounded up to even except at the last level, whose blocks nothing reads (and whose grid may
+      // fill a 1 x 1 tile side already).
+      const int64_t pad = j + 1 < levels ? 1 : 0;
+      const uint32_t eh = uint32_t(hout[j] + (hout[j] & pad)), ew = uint32_t(wout[j] + (wout[j] & pad));
+      g.lvl_plane[j] = FastDivmod(eh * ew);
+      g.lvl_row[j] = FastDivmod(ew);
+    }
+    haar_cascade_kernel<Tin, Tfirst, true><<<unsigned(blocks), kBlockThreads, smem, stream>>>(in, g);
+  } else {
+    haar_cascade_kernel<Tin, Tfirst, false><<<unsigned(blocks), kBlockThreads, smem, stream>>>(in, g);
+  }
   return cudaGetLastError();
 }
 

@@ -234,8 +234,9 @@ inline QuadDivisors<Div> quad_divisors(int rows, int cols, int lead) {
 }
 
 // Divisors of the level kernels (forward and backward): halo plane and row, coefficient tile and
-// row, strips per subband column.
-inline LevelDivisors level_divisors(const TileGeom& g, int k) {
+// row, strips per subband column, and the kPlane instances' hq x wq coefficients (at most the
+// tile's interior: the grid when one tile holds it).
+inline LevelDivisors level_divisors(const TileGeom& g, int k, int64_t hq, int64_t wq) {
   const int r = k / 2, eh = g.th + 2 * r, ew = g.tw + 2 * r;
   LevelDivisors d;
   d.plane = TileDivmod(uint32_t(eh * ew));
@@ -245,18 +246,13 @@ inline LevelDivisors level_divisors(const TileGeom& g, int k) {
   d.strips = strip_count(g.th, kStripRows);
   d.plane2 = TileDivmod(uint32_t(eh * (ew / 2 > 0 ? ew / 2 : 1)));
   d.row2 = TileDivmod(uint32_t(ew / 2 > 0 ? ew / 2 : 1));
-  return d;
-}
-// Whether a level kernel takes its kPlane instance (staged_block): one tile per plane, and the
-// divisors of its hq x wq coefficients (at most the tile's interior) in d.
-inline bool level_plane_tile(LevelDivisors& d, const TileGeom& g, int k, int64_t hq, int64_t wq) {
-  if (g.tiles_y != 1 || g.tiles_x != 1) return false;
-  const int r = k / 2;
   const int rows = int(hq < g.th + r ? hq : g.th + r), cols = int(wq < g.tw + r ? wq : g.tw + r);
   d.iplane = TileDivmod(uint32_t(rows * cols));
   d.irow = TileDivmod(uint32_t(cols));
-  return true;
+  return d;
 }
+// Whether a level kernel may take its kPlane instance (staged_block): one tile per plane.
+inline bool level_plane_tile(const TileGeom& g) { return g.tiles_y == 1 && g.tiles_x == 1; }
 
 // Whether a direct level-2 kernel over 16-bit activations stages pairs of blocks with 16-byte
 // loads (load_block_pair_ll): W % 8 == 0 and a 16-byte aligned base, so every pixel row of 8 lies
