@@ -15,10 +15,9 @@ struct CascadeGeom {
   bool vec4;                             // 4-element loads (see launch_haar_cascade)
   FastDivmod per_group, tiles_x;         // block -> (plane group, tile row, tile column)
   // kPlane (one tile per plane, stride 1): the np planes of a block are contiguous in `in` and
-  // in every level's output, so the staging copies hin * win elements per plane and each level
-  // writes its grid rounded up to even (zeros past the grid: what the next level's Haar blocks
-  // read there), instead of the whole tile with a bounds test per element.
-  FastDivmod pix_plane, pix_row;         // hin * win, win
+  // in every level's output, so each level writes its grid rounded up to even (zeros past the
+  // grid: what the next level's Haar blocks read there), instead of the whole tile with a bounds
+  // test per element (haar_cascade_planes).
   FastDivmod lvl_plane[5], lvl_row[5];   // per level: even(hout) * even(wout), even(wout) (last: exact)
   Tfirst* first;   // out level a+1
   float* deeper[4];  // levels a+2..a+levels
@@ -28,28 +27,45 @@ struct CascadeGeom {
 // Index math is shifts and masks (T is a power of two) and the block decode uses FastDivmod: the
 // kernel moves 4-6 bytes per element, so a hardware-less integer divide per element made it
 // instruction-bound at a fifth of the copy bandwidth.
-// The kPlane instance (CascadeGeom::pix_plane): one tile per plane, stride 1.
+// The kPlane instance (CascadeGeom::lvl_plane): one tile per plane, stride 1. Level 1 reads each
+// coefficient's 2 x 2 pixel block from global memory (zeros past odd plane edges), so nothing
+// stages or zeroes the pixel tile and one index split serves four pixels: staged through shared
+// memory with two splits per pixel, this kernel was issue-bound at 82% (14 x 14 planes, L = 3:
+// 561 instructions per warp for 64 pixels; docs/wtconv.md, perf note 50). Same inputs to the same
+// haar_ll, so the same bits.
 template <typename Tin, typename Tfirst>
 __device__ __forceinline__ void haar_cascade_planes(const Tin* __restrict__ in, const CascadeGeom<Tfirst>& g,
                                                     float* buf0, float* buf1, int64_t plane0) {
-  const int lt = g.lt, T = 1 << lt, TT = T * T;
   const int np = int(g.planes - plane0 < g.np ? g.planes - plane0 : g.np);  // planes of this block
-  zero_floats(buf0, g.np * TT);  // the padding row and column of odd planes
-  __syncthreads();
-  const Tin* src = in + plane0 * g.hin * g.win;
-  stage_tile<4>(
-      np * int(g.pix_plane.divisor), [&](int e) { return to_float(src[e]); },
-      [&](int e, float v) {
-        uint32_t p, rem, y, x;
-        g.pix_plane.divmod(uint32_t(e), p, rem);
-        g.pix_row.divmod(rem, y, x);
-        buf0[(p << (2 * lt)) + (y << lt) + x] = v;
-      });
-  int ls = lt;  // side = 1 << ls
-  for (int j = 0; j < g.levels; ++j) {
+  const int hin = g.hin, win = g.win;
+  const Tin* src = in + plane0 * hin * win;  // the block's planes, contiguous: 32-bit offsets below
+  int ls = g.lt - 1;                         // level-1 side 1 << ls in buf0
+  {
+    const int hout = g.hout[0], wout = g.wout[0];
+    Tfirst* out = g.first + plane0 * hout * wout;
+    for (int e = threadIdx.x; e < np * int(g.lvl_plane[0].divisor); e += blockDim.x) {
+      uint32_t p, rem, yy, xx;
+      g.lvl_plane[0].divmod(uint32_t(e), p, rem);
+      g.lvl_row[0].divmod(rem, yy, xx);
+      float ll = 0.f;  // past the grid: the zero padding of level 2's blocks
+      if (int(yy) < hout && int(xx) < wout) {
+        const int y = 2 * int(yy), x = 2 * int(xx);
+        const Tin* s = src + int(p) * hin * win + y * win + x;
+        const bool right = x + 1 < win, down = y + 1 < hin;
+        const float a = to_float(s[0]);
+        const float b = right ? to_float(s[1]) : 0.f;
+        const float c = down ? to_float(s[win]) : 0.f;
+        const float d = right && down ? to_float(s[win + 1]) : 0.f;
+        ll = haar_ll(a, b, c, d);
+        out[int(p) * hout * wout + int(yy) * wout + int(xx)] = from_float<Tfirst>(ll);
+      }
+      if (g.levels > 1) buf0[(p << (2 * ls)) + (yy << ls) + xx] = ll;
+    }
+  }
+  for (int j = 1; j < g.levels; ++j) {
     __syncthreads();
     const int side = 1 << ls, ln = ls - 1, hout = g.hout[j], wout = g.wout[j];
-    const int64_t out0 = plane0 * hout * wout;
+    float* out = g.deeper[j - 1] + plane0 * hout * wout;
     for (int e = threadIdx.x; e < np * int(g.lvl_plane[j].divisor); e += blockDim.x) {
       uint32_t p, rem, yy, xx;
       g.lvl_plane[j].divmod(uint32_t(e), p, rem);
@@ -58,9 +74,7 @@ __device__ __forceinline__ void haar_cascade_planes(const Tin* __restrict__ in, 
       if (int(yy) < hout && int(xx) < wout) {
         const float* s = buf0 + (p << (2 * ls)) + (2 * yy) * side + 2 * xx;
         ll = haar_ll(s[0], s[1], s[side], s[side + 1]);
-        const int64_t at = out0 + int64_t(p) * hout * wout + int(yy) * wout + int(xx);
-        if (j == 0) g.first[at] = from_float<Tfirst>(ll);
-        else g.deeper[j - 1][at] = ll;
+        out[int(p) * hout * wout + int(yy) * wout + int(xx)] = ll;
       }
       buf1[(p << (2 * ln)) + (yy << ln) + xx] = ll;
     }
@@ -181,8 +195,6 @@ cudaError_t launch_haar_cascade(const Tin* in, int stride, int64_t in_plane_h, i
   const size_t smem = size_t(2) * np * T * T * sizeof(float);
   // One tile per plane at stride 1, rows not 4-element loads: the planes alone (haar_cascade_planes).
   if (tiles_y == 1 && tiles_x == 1 && stride == 1 && !g.vec4) {
-    g.pix_plane = FastDivmod(uint32_t(hin * win));
-    g.pix_row = FastDivmod(uint32_t(win));
     for (int j = 0; j < levels; ++j) {
       // Rounded up to even except at the last level, whose blocks nothing reads (and whose grid may
       // fill a 1 x 1 tile side already).
