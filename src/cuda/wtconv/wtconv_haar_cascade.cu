@@ -24,9 +24,6 @@ struct CascadeGeom {
   int hout[5], wout[5];
 };
 
-// Index math is shifts and masks (T is a power of two) and the block decode uses FastDivmod: the
-// kernel moves 4-6 bytes per element, so a hardware-less integer divide per element made it
-// instruction-bound at a fifth of the copy bandwidth.
 // The kPlane instance (CascadeGeom::lvl_plane): one tile per plane, stride 1. Level 1 reads each
 // coefficient's 2 x 2 pixel block from global memory (zeros past odd plane edges), so nothing
 // stages or zeroes the pixel tile and one index split serves four pixels: staged through shared
@@ -83,6 +80,10 @@ __device__ __forceinline__ void haar_cascade_planes(const Tin* __restrict__ in, 
   }
 }
 
+// The kernel; its generic path (T x T tiles, any stride): index math is shifts and masks (T is a
+// power of two) and the block decode uses FastDivmod. The kernel moves 4-6 bytes per element, so
+// an integer divide per element (no hardware divider) made it instruction-bound at a fifth of the
+// copy bandwidth.
 template <typename Tin, typename Tfirst, bool kPlane>
 __global__ void __launch_bounds__(kBlockThreads) haar_cascade_kernel(const Tin* __restrict__ in, CascadeGeom<Tfirst> g) {
   extern __shared__ float smem[];
