@@ -28,7 +28,7 @@ struct CascadeGeom {
 // coefficient's 2 x 2 pixel block from global memory (zeros past odd plane edges), so nothing
 // stages or zeroes the pixel tile and one index split serves four pixels: staged through shared
 // memory with two splits per pixel, this kernel was issue-bound at 82% (14 x 14 planes, L = 3:
-// 561 instructions per warp for 64 pixels; docs/wtconv.md, perf note 50). Same inputs to the same
+// 561 instructions per warp for 196 pixels; docs/wtconv.md, perf note 50). Same inputs to the same
 // haar_ll, so the same bits.
 template <typename Tin, typename Tfirst>
 __device__ __forceinline__ void haar_cascade_planes(const Tin* __restrict__ in, const CascadeGeom<Tfirst>& g,
