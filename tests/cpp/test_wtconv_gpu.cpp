@@ -163,6 +163,20 @@ std::vector<std::vector<char>> run_case(int B, int C, int H, int W, int k, int L
   return first;
 }
 
+// A problem of the table-driven tests below, and run_case on it.
+struct Shape {
+  int B, C, H, W, k, L, s;
+};
+std::vector<std::vector<char>> run_shape(const Shape& sh, Precision prec, bool bias, uint32_t seed, int offset = 0,
+                                         int out_offset = 0) {
+  return run_case(sh.B, sh.C, sh.H, sh.W, sh.k, sh.L, sh.s, prec, bias, seed, offset, out_offset);
+}
+// Two runs that must agree bit for bit in every output.
+void expect_bit_identical(const std::vector<std::vector<char>>& a, const std::vector<std::vector<char>>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i] == b[i]) << "output " << i;
+}
+
 TEST(WtconvGpu, OddSizesEveryOption) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
   const int sizes[][2] = {{1, 6}, {5, 3}, {7, 10}, {13, 9}, {2, 2}, {1, 1}, {17, 33}};
@@ -225,12 +239,11 @@ TEST(WtconvGpu, FusedFixedTiles) {
 TEST(WtconvGpu, FusedFixedTilesUnalignedOutputs) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
   for (Precision prec : {Precision::kFP32, Precision::kFP16}) {
-    const auto aligned = run_case(2, 2, 37, 80, 5, 2, 1, prec, true, 600);
+    const Shape sh{2, 2, 37, 80, 5, 2, 1};
+    const auto aligned = run_shape(sh, prec, true, 600);
     for (int out_offset : {1, 2}) {
       SCOPED_TRACE(testing::Message() << "y and dx " << out_offset << " elements off");
-      const auto moved = run_case(2, 2, 37, 80, 5, 2, 1, prec, true, 600, 0, out_offset);
-      ASSERT_EQ(aligned.size(), moved.size());
-      for (size_t i = 0; i < aligned.size(); ++i) EXPECT_TRUE(aligned[i] == moved[i]) << "output " << i;
+      expect_bit_identical(aligned, run_shape(sh, prec, true, 600, 0, out_offset));
     }
   }
 }
@@ -265,7 +278,6 @@ TEST(WtconvGpu, ManyPlanesPerBlockAndSplits) {
 // up to even (the last level exactly: 1 x 1 grids included).
 TEST(WtconvGpu, PlaneTilesStageThePlaneAlone) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
-  struct Shape { int B, C, H, W, k, L, s; };
   const Shape shapes[] = {{37, 3, 7, 7, 1, 3, 1},  {37, 3, 7, 7, 5, 2, 1},   {20, 2, 14, 14, 3, 3, 2},
                           {9, 2, 15, 11, 15, 2, 1}, {50, 2, 6, 5, 7, 5, 3},   {5, 2, 1, 3, 9, 1, 1},
                           {33, 2, 13, 9, 5, 4, 1},  {17, 2, 12, 12, 11, 2, 1}, {9, 2, 14, 14, 5, 3, 1},
@@ -274,17 +286,13 @@ TEST(WtconvGpu, PlaneTilesStageThePlaneAlone) {
   const Precision P[3] = {Precision::kFP32, Precision::kFP16, Precision::kBF16};
   int i = 0;
   for (const Shape& sh : shapes) {
-    run_case(sh.B, sh.C, sh.H, sh.W, sh.k, sh.L, sh.s, P[i % 3], i % 2 == 0, 700 + i);
+    run_shape(sh, P[i % 3], i % 2 == 0, 700 + i);
     ++i;
   }
   // 12 x 12 rows are 4-element loads (and TMA boxes); one element off alignment the same problem
   // takes kPlane, with the same bits (L = 3: no fused level 2, whose sums are grouped otherwise).
-  for (Precision prec : P) {
-    const auto aligned = run_case(17, 2, 12, 12, 5, 3, 1, prec, true, 790);
-    const auto plane = run_case(17, 2, 12, 12, 5, 3, 1, prec, true, 790, 1);
-    ASSERT_EQ(aligned.size(), plane.size());
-    for (size_t j = 0; j < aligned.size(); ++j) EXPECT_TRUE(aligned[j] == plane[j]) << "output " << j;
-  }
+  const Shape sh{17, 2, 12, 12, 5, 3, 1};
+  for (Precision prec : P) expect_bit_identical(run_shape(sh, prec, true, 790), run_shape(sh, prec, true, 790, 1));
 }
 
 // Rows of whole 16 bytes with aligned x and dy take the TMA staging of the base kernels (the
@@ -302,15 +310,14 @@ TEST(WtconvGpu, PlaneTilesStageThePlaneAlone) {
 // 1e-6 relative); every other output must be bit-identical.
 TEST(WtconvGpu, VectorisedAndTmaStagingMatchScalar) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device: GPU test skipped";
-  struct Shape { int B, C, H, W, k, L, s; };
   const Shape shapes[] = {{2, 3, 20, 24, 5, 2, 1}, {1, 2, 33, 68, 3, 3, 1}, {3, 2, 9, 4, 7, 1, 1},
                           {2, 2, 70, 132, 5, 1, 1}, {2, 2, 21, 40, 3, 2, 1}, {1, 2, 26, 64, 9, 2, 1},
                           {2, 2, 30, 48, 5, 2, 2}, {1, 3, 17, 40, 3, 1, 3}, {16, 3, 8, 8, 5, 2, 1},
                           {2, 2, 37, 80, 5, 2, 1}, {16, 3, 16, 16, 5, 2, 1}, {2, 2, 67, 100, 5, 2, 1}};
   for (Precision prec : {Precision::kFP32, Precision::kFP16, Precision::kBF16})
     for (const Shape& sh : shapes) {
-      const auto aligned = run_case(sh.B, sh.C, sh.H, sh.W, sh.k, sh.L, sh.s, prec, true, 77);
-      const auto scalar = run_case(sh.B, sh.C, sh.H, sh.W, sh.k, sh.L, sh.s, prec, true, 77, 1);
+      const auto aligned = run_shape(sh, prec, true, 77);
+      const auto scalar = run_shape(sh, prec, true, 77, 1);
       ASSERT_EQ(aligned.size(), scalar.size());
       EXPECT_FALSE(aligned.empty());
       const bool regrouped = sh.L == 2 && sh.k == 5 && sh.s == 1;
