@@ -47,8 +47,8 @@ std::string describe(const WtconvProblem& p) {
          std::to_string(p.stride) + " e" + std::to_string(p.precision == Precision::kFP32 ? 4 : 2);
 }
 
-void expect_tile_covers(const WtconvTile& t, int64_t B, int64_t C, int64_t gh, int64_t gw, size_t budget,
-                        const std::string& what) {
+void expect_tile_covers(const WtconvTile& t, int64_t B, int64_t C, int64_t gh, int64_t gw, int64_t cell_pixels,
+                        size_t budget, const std::string& what) {
   SCOPED_TRACE(what);
   EXPECT_GE(t.th, 1);
   EXPECT_GE(t.tw, 1);
@@ -62,6 +62,12 @@ void expect_tile_covers(const WtconvTile& t, int64_t B, int64_t C, int64_t gh, i
   EXPECT_GE(t.splits, 1);
   EXPECT_LE(t.splits, t.items);
   EXPECT_LE(C * t.splits, int64_t(INT32_MAX));  // grid.x of a channel-major launch
+  EXPECT_GE(t.splits, std::min(t.items, ceil_div(kTargetBlocks, C)));
+  // A block's items cover at most kMaxBlockPixels (and one item) of x, unless each block already
+  // has one item or the grid is at its limit.
+  const int64_t item_pixels = int64_t(t.np) * t.th * t.tw * cell_pixels;
+  if (t.splits < t.items && C * (t.splits + 1) <= int64_t(INT32_MAX))
+    EXPECT_LT(ceil_div(t.items, t.splits) * item_pixels, kMaxBlockPixels + item_pixels);
   EXPECT_GT(t.smem, 0u);
   EXPECT_LE(t.smem, budget);
 }
@@ -155,6 +161,36 @@ TEST(WtconvPlan, BackwardBaseHoldsItsLaunchBoundOfBlocks) {
   }
 }
 
+TEST(WtconvPlan, LargeProblemsSplitIntoShortBlocks) {
+  // big_L2 (16 x 128 x 512^2): kTargetBlocks alone gave 16 splits per channel, 128 backward items
+  // (16 x 32 coefficients each) per block; the pixel bound gives 64, 32 items of 2048 pixels, and
+  // the forward (32 x 64 outputs) 64 splits of 32 items too.
+  WtconvProblem big;
+  big.batch = 16; big.channels = 128; big.height = 512; big.width = 512; big.kernel_size = 5; big.levels = 2;
+  const WtconvPlan plan = make_wtconv_plan(big);
+  EXPECT_EQ(plan.bwd_base.items, 2048);
+  EXPECT_EQ(plan.bwd_base.splits, 64);
+  EXPECT_EQ(plan.fwd_base.items, 2048);
+  EXPECT_EQ(plan.fwd_base.splits, 64);
+  // The WTConvNeXt stages and the paper's shapes stay below the bound: kTargetBlocks decides.
+  const int64_t shapes[][6] = {{64, 96, 56, 56, 5, 5}, {64, 192, 28, 28, 5, 4}, {64, 384, 14, 14, 5, 3},
+                               {64, 768, 7, 7, 5, 2},  {8, 64, 256, 256, 5, 3}, {8, 64, 256, 256, 5, 5}};
+  for (const auto& s : shapes) {
+    WtconvProblem p;
+    p.batch = s[0]; p.channels = s[1]; p.height = s[2]; p.width = s[3]; p.kernel_size = int(s[4]);
+    p.levels = int(s[5]);
+    SCOPED_TRACE(describe(p));
+    const WtconvPlan q = make_wtconv_plan(p);
+    const int64_t target = ceil_div(kTargetBlocks, p.channels);
+    EXPECT_EQ(q.fwd_base.splits, std::min(q.fwd_base.items, target));
+    EXPECT_EQ(q.bwd_base.splits, std::min(q.bwd_base.items, target));
+    for (int l = 2; l <= q.L; ++l) {
+      EXPECT_EQ(q.fwd_level[l].splits, std::min(q.fwd_level[l].items, target));
+      EXPECT_EQ(q.bwd_level[l].splits, std::min(q.bwd_level[l].items, target));
+    }
+  }
+}
+
 TEST(WtconvPlan, RuntimeKernelSizeBackwardKeepsThreeBlocksWithTheLargestTile) {
   // The runtime-k backward base (k = 1, 9..15): its correlation partials reuse the staging tiles,
   // so k = 9 and 11 keep the 16 x 32 tile at three blocks per SM (two when the partials and the
@@ -179,16 +215,17 @@ TEST(WtconvPlan, RandomProblemsTilesCoverGridsAndFitSharedMemory) {
     ++planned;
     SCOPED_TRACE(describe(p));
     const WtconvPlan plan = make_wtconv_plan(p);
-    expect_tile_covers(plan.fwd_base, p.batch, p.channels, plan.Ho, plan.Wo, kSmemBudget, "forward base");
-    expect_tile_covers(plan.bwd_base, p.batch, p.channels, plan.hl[1], plan.wl[1], kSmemBudget, "backward base");
+    expect_tile_covers(plan.fwd_base, p.batch, p.channels, plan.Ho, plan.Wo, int64_t(p.stride) * p.stride,
+                       kSmemBudget, "forward base");
+    expect_tile_covers(plan.bwd_base, p.batch, p.channels, plan.hl[1], plan.wl[1], 4, kSmemBudget, "backward base");
     const int ew = plan.bwd_base.tw + 2 * plan.r;
     EXPECT_TRUE(plan.bwd_base.pixel_pitch == 2 * ew || plan.bwd_base.pixel_pitch == bwd_pixel_pitch(ew));
     EXPECT_EQ(plan.bwd_base.smem, bwd_base_smem_floats(plan.k, plan.bwd_base.th, plan.bwd_base.tw,
                                                        plan.bwd_base.np, plan.bwd_base.pixel_pitch) * 4);
     for (int l = 2; l <= plan.L; ++l) {
-      expect_tile_covers(plan.fwd_level[l], p.batch, p.channels, plan.hl[l], plan.wl[l], kSmemBudget,
+      expect_tile_covers(plan.fwd_level[l], p.batch, p.channels, plan.hl[l], plan.wl[l], 2, kSmemBudget,
                          "forward level " + std::to_string(l));
-      expect_tile_covers(plan.bwd_level[l], p.batch, p.channels, plan.hl[l], plan.wl[l], kSmemBudget,
+      expect_tile_covers(plan.bwd_level[l], p.batch, p.channels, plan.hl[l], plan.wl[l], 2, kSmemBudget,
                          "backward level " + std::to_string(l));
     }
     for (int l = 1; l <= plan.L; ++l) {

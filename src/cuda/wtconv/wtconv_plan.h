@@ -83,12 +83,26 @@ inline int pow2_at_least(int64_t v, int cap) {
 }
 inline size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
-inline void finish_tile(WtconvTile& t, int64_t B, int64_t C, int64_t gh, int64_t gw) {
+// Pixels of x that one block's items may cover, at most. A block runs its items one after the
+// other, so the last wave of a launch lasts as long as a block: with kTargetBlocks alone, big_L2
+// (16 x 128 x 512^2) gave each backward base block 128 items, 2048 blocks in 5.2 waves of 396, and
+// the sixth ran a whole block's time on 68 SMs. With this bound a large problem has many short
+// blocks and the partly filled last wave is short (docs/wtconv.md, perf note 51). Only problems of
+// more than about 1.3e8 elements (C x kMaxBlockPixels x kTargetBlocks / C) reach it.
+constexpr int64_t kMaxBlockPixels = 65536;
+
+// Items and splits of a tile over a gh x gw grid whose cells count as cell_pixels pixels each: the
+// pixels of x they cover in the base kernels (the forward's outputs s^2, the backward's level-1
+// coefficients 4), and 2 in the level kernels, whose four subband convolutions per coefficient are
+// about half of what a level-1 coefficient costs the base kernels.
+inline void finish_tile(WtconvTile& t, int64_t B, int64_t C, int64_t gh, int64_t gw, int64_t cell_pixels) {
   t.tiles_y = int(ceil_div(gh, t.th));
   t.tiles_x = int(ceil_div(gw, t.tw));
   t.bgroups = int(ceil_div(B, t.np));
   t.items = int64_t(t.tiles_y) * t.tiles_x * t.bgroups;
-  int64_t want = ceil_div(kTargetBlocks, C);
+  const int64_t item_pixels = int64_t(t.np) * t.th * t.tw * cell_pixels;
+  int64_t want = std::max(ceil_div(kTargetBlocks, C), ceil_div(t.items * item_pixels, kMaxBlockPixels));
+  want = std::min(want, std::max<int64_t>(1, int64_t(INT32_MAX) / C));  // grid.x = C x splits
   if (want > t.items) want = t.items;
   if (want < 1) want = 1;
   t.splits = int(want);
@@ -466,7 +480,7 @@ inline WtconvTile pick_level_tile(bool backward, int64_t B, int64_t C, int64_t g
   const auto bytes = [&] { return level_smem_floats(backward, k, t.th, t.tw, t.np) * 4; };
   fit_tile(t, B, kBlockThreads / (t.th * t.tw), bytes);
   t.smem = bytes();
-  finish_tile(t, B, C, gh, gw);
+  finish_tile(t, B, C, gh, gw, 2);
   return t;
 }
 
@@ -480,7 +494,7 @@ inline WtconvTile pick_fwd_base_tile(int64_t B, int64_t C, int64_t Ho, int64_t W
   const auto bytes = [&] { return fwd_base_smem_floats(k, s, t.th, t.tw, t.np) * 4; };
   fit_tile(t, B, 1024 / (t.th * t.tw), bytes);
   t.smem = bytes();
-  finish_tile(t, B, C, Ho, Wo);
+  finish_tile(t, B, C, Ho, Wo, int64_t(s) * s);
   return t;
 }
 
@@ -504,7 +518,7 @@ inline WtconvTile pick_bwd_base_tile(int64_t B, int64_t C, int64_t h1, int64_t w
   const bool pad = layout_keeps_blocks(bytes(padded), bytes(plain()), bound);
   t.pixel_pitch = pad ? padded : plain();
   t.smem = bytes(t.pixel_pitch);
-  finish_tile(t, B, C, h1, w1);
+  finish_tile(t, B, C, h1, w1, 4);
   return t;
 }
 
