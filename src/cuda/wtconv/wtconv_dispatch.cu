@@ -22,38 +22,69 @@ Status cuda_status(cudaError_t e, const char* what) {
 template <typename T = float>
 T* ws_at(void* ws, size_t off) { return reinterpret_cast<T*>(static_cast<char*>(ws) + off); }
 
+// Levels done+1 .. done+m of an LL chain (m <= 5 per launch): their outputs and sizes.
+struct ChainLevels {
+  int m;
+  float* deeper[4];
+  int64_t ho[5], wo[5];
+};
+ChainLevels chain_levels(const WtconvPlan& plan, int done, void* ws, const size_t* offsets) {
+  ChainLevels c{};
+  c.m = (plan.L - 1 - done) < 5 ? (plan.L - 1 - done) : 5;
+  for (int j = 0; j < c.m; ++j) {
+    if (j > 0) c.deeper[j - 1] = ws_at<float>(ws, offsets[done + 1 + j]);
+    c.ho[j] = plan.hl[done + 1 + j];
+    c.wo[j] = plan.wl[done + 1 + j];
+  }
+  return c;
+}
+
+// The launches of an LL chain after its first (chains of more than 5 levels), from level done on.
+Status ll_chain_deeper(const WtconvPlan& plan, int done, void* ws, const size_t* offsets, cudaStream_t stream) {
+  const int64_t planes = plan.B * plan.C;
+  while (done < plan.L - 1) {
+    const ChainLevels c = chain_levels(plan, done, ws, offsets);
+    const float* src = ws_at<float>(ws, offsets[done]);
+    const cudaError_t e = launch_haar_cascade<float, float>(src, 1, plan.hl[done], plan.wl[done], planes,
+                                                            plan.hl[done], plan.wl[done], c.m,
+                                                            ws_at<float>(ws, offsets[done + 1]), c.deeper, c.ho, c.wo,
+                                                            stream);
+    if (e != cudaSuccess) return cuda_status(e, "wtconv haar cascade launch");
+    done += c.m;
+  }
+  return Status::Ok();
+}
+
 // The LL chain levels 1..L-1: level 1 stored as T1, deeper levels as float (at most 5 levels per
-// launch; deeper chains relaunch from the last level written).
+// launch; deeper chains relaunch from the last level written). The first launch reads the
+// activation (dy: on the strided grid).
 template <typename Tin, typename T1>
 Status ll_chain(const WtconvPlan& plan, const Tin* in, int stride, void* ws, const size_t* offsets,
                 cudaStream_t stream) {
-  // Levels 1..L-1 are needed. The first launch reads the activation (dy: on the strided grid).
-  const int64_t planes = plan.B * plan.C;
-  int done = 0;
-  while (done < plan.L - 1) {
-    const int m = (plan.L - 1 - done) < 5 ? (plan.L - 1 - done) : 5;
-    float* deeper[4] = {};
-    int64_t ho[5], wo[5];
-    for (int j = 0; j < m; ++j) {
-      if (j > 0) deeper[j - 1] = ws_at<float>(ws, offsets[done + 1 + j]);
-      ho[j] = plan.hl[done + 1 + j];
-      wo[j] = plan.wl[done + 1 + j];
-    }
-    cudaError_t e;
-    if (done == 0) {
-      const int64_t ph = stride == 1 ? plan.H : plan.Ho, pw = stride == 1 ? plan.W : plan.Wo;
-      e = launch_haar_cascade<Tin, T1>(in, stride, ph, pw, planes, plan.H, plan.W, m, ws_at<T1>(ws, offsets[1]),
-                                       deeper, ho, wo, stream);
-    } else {
-      const float* src = ws_at<float>(ws, offsets[done]);
-      e = launch_haar_cascade<float, float>(src, 1, plan.hl[done], plan.wl[done], planes, plan.hl[done],
-                                            plan.wl[done], m, ws_at<float>(ws, offsets[done + 1]), deeper, ho, wo,
-                                            stream);
-    }
-    if (e != cudaSuccess) return cuda_status(e, "wtconv haar cascade launch");
-    done += m;
-  }
-  return Status::Ok();
+  if (plan.L < 2) return Status::Ok();
+  const ChainLevels c = chain_levels(plan, 0, ws, offsets);
+  const int64_t ph = stride == 1 ? plan.H : plan.Ho, pw = stride == 1 ? plan.W : plan.Wo;
+  const cudaError_t e = launch_haar_cascade<Tin, T1>(in, stride, ph, pw, plan.B * plan.C, plan.H, plan.W, c.m,
+                                                     ws_at<T1>(ws, offsets[1]), c.deeper, c.ho, c.wo, stream);
+  if (e != cudaSuccess) return cuda_status(e, "wtconv haar cascade launch");
+  return ll_chain_deeper(plan, c.m, ws, offsets, stream);
+}
+
+// The backward's chains of x (stride 1) and dy (the strided grid); their first launches are one
+// when both take the kPlane path (launch_haar_cascade_pair).
+template <typename T>
+Status ll_chains_x_dy(const WtconvPlan& plan, const T* x, const T* dy, void* ws, cudaStream_t stream) {
+  if (plan.L < 2) return Status::Ok();
+  const ChainLevels cx = chain_levels(plan, 0, ws, plan.bwd_x), cg = chain_levels(plan, 0, ws, plan.bwd_g);
+  const int64_t ph = plan.stride == 1 ? plan.H : plan.Ho, pw = plan.stride == 1 ? plan.W : plan.Wo;
+  const CascadeInput<T, T> a{x, 1, plan.H, plan.W, ws_at<T>(ws, plan.bwd_x[1]), cx.deeper};
+  const CascadeInput<T, T> b{dy, plan.stride, ph, pw, ws_at<T>(ws, plan.bwd_g[1]), cg.deeper};
+  const cudaError_t e =
+      launch_haar_cascade_pair<T, T>(a, b, plan.B * plan.C, plan.H, plan.W, cx.m, cx.ho, cx.wo, stream);
+  if (e != cudaSuccess) return cuda_status(e, "wtconv haar cascade launch");
+  Status st = ll_chain_deeper(plan, cx.m, ws, plan.bwd_x, stream);
+  if (!st.ok()) return st;
+  return ll_chain_deeper(plan, cg.m, ws, plan.bwd_g, stream);
 }
 
 // Backward of level l >= 2; Tc is the type of the level-(l-1) chains (T at level 1, else float).
@@ -135,9 +166,7 @@ Status backward_typed(const WtconvPlan& plan, const T* dy, const T* x, const Wtc
                       const WtconvParamGrads& grads, void* ws, cudaStream_t stream) {
   Status st;
   if (!plan.bwd_level2_direct) {
-    st = ll_chain<T, T>(plan, x, 1, ws, plan.bwd_x, stream);
-    if (!st.ok()) return st;
-    st = ll_chain<T, T>(plan, dy, plan.stride, ws, plan.bwd_g, stream);
+    st = ll_chains_x_dy<T>(plan, x, dy, ws, stream);
     if (!st.ok()) return st;
   }
   BwdBaseArgs<T> a;

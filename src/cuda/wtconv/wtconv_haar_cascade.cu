@@ -13,6 +13,7 @@ struct CascadeGeom {
   int64_t planes;
   int hin, win, stride, levels, lt, np;  // T = 1 << lt
   bool vec4;                             // 4-element loads (see launch_haar_cascade)
+  bool plane_path;                       // the kPlane path (haar_cascade_planes)
   FastDivmod per_group, tiles_x;         // block -> (plane group, tile row, tile column)
   // kPlane (one tile per plane, stride 1): the np planes of a block are contiguous in `in` and
   // in every level's output, so each level writes its grid rounded up to even (zeros past the
@@ -85,13 +86,14 @@ __device__ __forceinline__ void haar_cascade_planes(const Tin* __restrict__ in, 
 // an integer divide per element (no hardware divider) made it instruction-bound at a fifth of the
 // copy bandwidth.
 template <typename Tin, typename Tfirst, bool kPlane>
-__global__ void __launch_bounds__(kBlockThreads) haar_cascade_kernel(const Tin* __restrict__ in, CascadeGeom<Tfirst> g) {
+__device__ __forceinline__ void haar_cascade_block(const Tin* __restrict__ in, const CascadeGeom<Tfirst>& g,
+                                                   uint32_t block) {
   extern __shared__ float smem[];
   const int lt = g.lt, T = 1 << lt, TT = T * T;
   float* buf0 = smem;
   float* buf1 = smem + g.np * TT;
   uint32_t pg, rem, ty, tx;
-  g.per_group.divmod(blockIdx.x, pg, rem);
+  g.per_group.divmod(block, pg, rem);
   g.tiles_x.divmod(rem, ty, tx);
   const int y0 = int(ty) << lt, x0 = int(tx) << lt;
   const int64_t plane0 = int64_t(pg) * g.np;
@@ -162,11 +164,30 @@ __global__ void __launch_bounds__(kBlockThreads) haar_cascade_kernel(const Tin* 
   }
 }
 
+template <typename Tin, typename Tfirst, bool kPlane>
+__global__ void __launch_bounds__(kBlockThreads) haar_cascade_kernel(const Tin* __restrict__ in, CascadeGeom<Tfirst> g) {
+  haar_cascade_block<Tin, Tfirst, kPlane>(in, g, blockIdx.x);
+}
+
+// Two kPlane cascades of one plan in one launch (the backward's chains of x and dy, one-tile
+// planes): blocks [0, blocks0) run the first, the others the second. Only for the kPlane path: with
+// both paths in one kernel the generic cascades of large planes ran ~1.3% slower per training step
+// (docs/wtconv.md, perf note 51), and a launch saved matters only where the cascades are short.
 template <typename Tin, typename Tfirst>
-cudaError_t launch_haar_cascade(const Tin* in, int stride, int64_t in_plane_h, int64_t in_plane_w,
-                                int64_t planes, int64_t hin, int64_t win, int levels, Tfirst* first,
-                                float* const* deeper, const int64_t* hout, const int64_t* wout,
-                                cudaStream_t stream) {
+__global__ void __launch_bounds__(kBlockThreads)
+    haar_cascade_pair_kernel(const Tin* __restrict__ in0, CascadeGeom<Tfirst> g0, uint32_t blocks0,
+                             const Tin* __restrict__ in1, CascadeGeom<Tfirst> g1) {
+  const bool second = blockIdx.x >= blocks0;
+  haar_cascade_block<Tin, Tfirst, true>(second ? in1 : in0, second ? g1 : g0,
+                                        second ? blockIdx.x - blocks0 : blockIdx.x);
+}
+
+// The geometry of one cascade launch (arguments as launch_haar_cascade's), its blocks and bytes of
+// shared memory.
+template <typename Tin, typename Tfirst>
+CascadeGeom<Tfirst> cascade_geom(const Tin* in, int stride, int64_t in_plane_h, int64_t in_plane_w, int64_t planes,
+                                 int64_t hin, int64_t win, int levels, Tfirst* first, float* const* deeper,
+                                 const int64_t* hout, const int64_t* wout, int64_t* blocks_out, size_t* smem_out) {
   CascadeGeom<Tfirst> g;
   g.first = first;
   g.in_plane_h = in_plane_h; g.in_plane_w = in_plane_w; g.planes = planes;
@@ -192,10 +213,11 @@ cudaError_t launch_haar_cascade(const Tin* in, int stride, int64_t in_plane_h, i
     g.hout[j] = j < levels ? int(hout[j]) : 0;
     g.wout[j] = j < levels ? int(wout[j]) : 0;
   }
-  const int64_t blocks = (planes + np - 1) / np * tiles_y * tiles_x;
-  const size_t smem = size_t(2) * np * T * T * sizeof(float);
+  *blocks_out = (planes + np - 1) / np * tiles_y * tiles_x;
+  *smem_out = size_t(2) * np * T * T * sizeof(float);
   // One tile per plane at stride 1, rows not 4-element loads: the planes alone (haar_cascade_planes).
-  if (tiles_y == 1 && tiles_x == 1 && stride == 1 && !g.vec4) {
+  g.plane_path = tiles_y == 1 && tiles_x == 1 && stride == 1 && !g.vec4;
+  if (g.plane_path) {
     for (int j = 0; j < levels; ++j) {
       // Rounded up to even except at the last level, whose blocks nothing reads (and whose grid may
       // fill a 1 x 1 tile side already).
@@ -204,18 +226,63 @@ cudaError_t launch_haar_cascade(const Tin* in, int stride, int64_t in_plane_h, i
       g.lvl_plane[j] = FastDivmod(eh * ew);
       g.lvl_row[j] = FastDivmod(ew);
     }
-    haar_cascade_kernel<Tin, Tfirst, true><<<unsigned(blocks), kBlockThreads, smem, stream>>>(in, g);
-  } else {
-    haar_cascade_kernel<Tin, Tfirst, false><<<unsigned(blocks), kBlockThreads, smem, stream>>>(in, g);
   }
+  return g;
+}
+
+// One cascade launch of a geometry from cascade_geom, on its path.
+template <typename Tin, typename Tfirst>
+cudaError_t launch_cascade_geom(const Tin* in, const CascadeGeom<Tfirst>& g, int64_t blocks, size_t smem,
+                                cudaStream_t stream) {
+  if (g.plane_path)
+    haar_cascade_kernel<Tin, Tfirst, true><<<unsigned(blocks), kBlockThreads, smem, stream>>>(in, g);
+  else
+    haar_cascade_kernel<Tin, Tfirst, false><<<unsigned(blocks), kBlockThreads, smem, stream>>>(in, g);
   return cudaGetLastError();
+}
+
+template <typename Tin, typename Tfirst>
+cudaError_t launch_haar_cascade(const Tin* in, int stride, int64_t in_plane_h, int64_t in_plane_w,
+                                int64_t planes, int64_t hin, int64_t win, int levels, Tfirst* first,
+                                float* const* deeper, const int64_t* hout, const int64_t* wout,
+                                cudaStream_t stream) {
+  int64_t blocks;
+  size_t smem;
+  const CascadeGeom<Tfirst> g =
+      cascade_geom(in, stride, in_plane_h, in_plane_w, planes, hin, win, levels, first, deeper, hout, wout, &blocks, &smem);
+  return launch_cascade_geom(in, g, blocks, smem, stream);
+}
+
+template <typename Tin, typename Tfirst>
+cudaError_t launch_haar_cascade_pair(const CascadeInput<Tin, Tfirst>& a, const CascadeInput<Tin, Tfirst>& b,
+                                     int64_t planes, int64_t hin, int64_t win, int levels, const int64_t* hout,
+                                     const int64_t* wout, cudaStream_t stream) {
+  int64_t blocks_a, blocks_b;
+  size_t smem_a, smem_b;
+  const CascadeGeom<Tfirst> ga = cascade_geom(a.in, a.stride, a.plane_h, a.plane_w, planes, hin, win, levels, a.first,
+                                              a.deeper, hout, wout, &blocks_a, &smem_a);
+  const CascadeGeom<Tfirst> gb = cascade_geom(b.in, b.stride, b.plane_h, b.plane_w, planes, hin, win, levels, b.first,
+                                              b.deeper, hout, wout, &blocks_b, &smem_b);
+  if (ga.plane_path && gb.plane_path) {
+    haar_cascade_pair_kernel<Tin, Tfirst><<<unsigned(blocks_a + blocks_b), kBlockThreads,
+                                            smem_a > smem_b ? smem_a : smem_b, stream>>>(a.in, ga, uint32_t(blocks_a),
+                                                                                        b.in, gb);
+    return cudaGetLastError();
+  }
+  // Otherwise one launch each, as launch_haar_cascade.
+  const cudaError_t e = launch_cascade_geom(a.in, ga, blocks_a, smem_a, stream);
+  return e != cudaSuccess ? e : launch_cascade_geom(b.in, gb, blocks_b, smem_b, stream);
 }
 
 // The forward keeps float chains; the backward stores level 1 in the activation type.
 #define WINCONV_CASCADE(TIN, TFIRST)                                                                        \
   template cudaError_t launch_haar_cascade<TIN, TFIRST>(const TIN*, int, int64_t, int64_t, int64_t, int64_t, \
                                                         int64_t, int, TFIRST*, float* const*, const int64_t*, \
-                                                        const int64_t*, cudaStream_t);
+                                                        const int64_t*, cudaStream_t);             \
+  template cudaError_t launch_haar_cascade_pair<TIN, TFIRST>(const CascadeInput<TIN, TFIRST>&,              \
+                                                             const CascadeInput<TIN, TFIRST>&, int64_t,      \
+                                                             int64_t, int64_t, int, const int64_t*,          \
+                                                             const int64_t*, cudaStream_t);
 WINCONV_CASCADE(float, float)
 WINCONV_CASCADE(__half, float)
 WINCONV_CASCADE(__nv_bfloat16, float)

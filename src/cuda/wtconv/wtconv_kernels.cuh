@@ -26,6 +26,22 @@ cudaError_t launch_haar_cascade(const Tin* in, int stride, int64_t in_plane_h, i
                                 int64_t planes, int64_t hin, int64_t win, int levels, Tfirst* first,
                                 float* const* deeper,
                                 const int64_t* hout, const int64_t* wout, cudaStream_t stream);
+// One input of launch_haar_cascade_pair: the activation (its plane, stride) and the chain it writes.
+template <typename Tin, typename Tfirst>
+struct CascadeInput {
+  const Tin* in;
+  int stride;
+  int64_t plane_h, plane_w;
+  Tfirst* first;
+  float* const* deeper;
+};
+// The first launches of two chains of one plan (the backward's x and dy): the same planes, sizes
+// and levels, each input with its own stride and outputs; one launch when both take the kPlane path
+// (one-tile planes at stride 1), else one each.
+template <typename Tin, typename Tfirst>
+cudaError_t launch_haar_cascade_pair(const CascadeInput<Tin, Tfirst>& a, const CascadeInput<Tin, Tfirst>& b,
+                                     int64_t planes, int64_t hin, int64_t win, int levels, const int64_t* hout,
+                                     const int64_t* wout, cudaStream_t stream);
 
 // Tin: float for a stored chain X_{l-1}; with `direct` (level 2, plan.fwd_level2_direct) xin is the
 // activation x (H x W, Tin = the activation type) and X_1 is formed on chip.
