@@ -88,7 +88,7 @@ inline size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 // (16 x 128 x 512^2) gave each backward base block 128 items, 2048 blocks in 5.2 waves of 396, and
 // the sixth ran a whole block's time on 68 SMs. With this bound a large problem has many short
 // blocks and the partly filled last wave is short (docs/wtconv.md, perf note 51). Only problems of
-// more than about 1.3e8 elements (C x kMaxBlockPixels x kTargetBlocks / C) reach it.
+// more than kTargetBlocks x kMaxBlockPixels (1.3e8) elements reach it.
 constexpr int64_t kMaxBlockPixels = 65536;
 
 // Items and splits of a tile over a gh x gw grid whose cells count as cell_pixels pixels each: the
