@@ -55,23 +55,21 @@ Status ll_chain_deeper(const WtconvPlan& plan, int done, void* ws, const size_t*
   return Status::Ok();
 }
 
-// The LL chain levels 1..L-1: level 1 stored as T1, deeper levels as float (at most 5 levels per
-// launch; deeper chains relaunch from the last level written). The first launch reads the
-// activation (dy: on the strided grid).
-template <typename Tin, typename T1>
-Status ll_chain(const WtconvPlan& plan, const Tin* in, int stride, void* ws, const size_t* offsets,
-                cudaStream_t stream) {
+// The forward's LL chain of x, levels 1..L-1, in float (at most 5 levels per launch; deeper
+// chains relaunch from the last level written). The first launch reads x.
+template <typename T>
+Status ll_chain_x(const WtconvPlan& plan, const T* x, void* ws, const size_t* offsets, cudaStream_t stream) {
   if (plan.L < 2) return Status::Ok();
   const ChainLevels c = chain_levels(plan, 0, ws, offsets);
-  const int64_t ph = stride == 1 ? plan.H : plan.Ho, pw = stride == 1 ? plan.W : plan.Wo;
-  const cudaError_t e = launch_haar_cascade<Tin, T1>(in, stride, ph, pw, plan.B * plan.C, plan.H, plan.W, c.m,
-                                                     ws_at<T1>(ws, offsets[1]), c.deeper, c.ho, c.wo, stream);
+  const cudaError_t e = launch_haar_cascade<T, float>(x, 1, plan.H, plan.W, plan.B * plan.C, plan.H, plan.W, c.m,
+                                                      ws_at<float>(ws, offsets[1]), c.deeper, c.ho, c.wo, stream);
   if (e != cudaSuccess) return cuda_status(e, "wtconv haar cascade launch");
   return ll_chain_deeper(plan, c.m, ws, offsets, stream);
 }
 
-// The backward's chains of x (stride 1) and dy (the strided grid); their first launches are one
-// when both take the kPlane path (launch_haar_cascade_pair).
+// The backward's chains of x (stride 1) and dy (the strided grid), level 1 stored as T, deeper
+// levels as float; their first launches are one when both take the kPlane path
+// (launch_haar_cascade_pair).
 template <typename T>
 Status ll_chains_x_dy(const WtconvPlan& plan, const T* x, const T* dy, void* ws, cudaStream_t stream) {
   if (plan.L < 2) return Status::Ok();
@@ -134,7 +132,7 @@ template <typename T>
 Status forward_typed(const WtconvPlan& plan, const T* x, const WtconvParams& prm, T* y, void* ws,
                      cudaStream_t stream) {
   if (!plan.fwd_level2_direct) {
-    Status st = ll_chain<T, float>(plan, x, 1, ws, plan.fwd_x, stream);
+    Status st = ll_chain_x<T>(plan, x, ws, plan.fwd_x, stream);
     if (!st.ok()) return st;
   }
   FwdBaseArgs<T> a;
