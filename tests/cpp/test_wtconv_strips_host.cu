@@ -246,26 +246,34 @@ TEST(WtconvStripsHost, RuntimeWindowMatchesThePlainLoopBitForBit) {
 
 // N adjacent runtime-k windows at once against conv_window<0> per output: every odd k, every
 // count of valid outputs, every column phase. Past the last valid window the rows hold NaN, which
-// the valid outputs must not see.
+// the valid outputs must not see; so do the filter rows past k, laid out as the base kernels lay
+// them out (filter_row_pitch: rows of whole quads, which conv_adjacent_windows reads as quads),
+// while conv_window<0> reads the same filter with its row pitch given and without it, packed.
 template <int N>
 void check_adjacent_windows() {
   constexpr int kPitch = 24, kRows = kWtconvMaxKernelSize;
   const std::vector<float> w = random_floats(kWtconvMaxKernelSize * kWtconvMaxKernelSize, 43);
   const std::vector<float> values = random_floats(kPitch * kRows, 44);
-  for (int k = 1; k <= kWtconvMaxKernelSize; k += 2)
+  for (int k = 1; k <= kWtconvMaxKernelSize; k += 2) {
+    const int wp = filter_row_pitch(k);
+    std::vector<float4> padded_storage((k * wp + 3) / 4);  // 16-byte aligned
+    float* const padded = reinterpret_cast<float*>(padded_storage.data());
+    for (int e = 0; e < k * wp; ++e) padded[e] = e % wp < k ? w[e / wp * k + e % wp] : std::nanf("");
     for (int ncols = 1; ncols <= N; ++ncols)
       for (int col = 0; col + k + ncols - 1 <= kPitch; col += 5) {
         std::vector<float> tile(values);
         for (int i = 0; i < kRows; ++i)
           for (int m = col + k + ncols - 1; m < kPitch; ++m) tile[i * kPitch + m] = std::nanf("");
         float acc[N];
-        conv_adjacent_windows<N>(w.data(), tile.data() + col, kPitch, k, ncols, acc);
+        conv_adjacent_windows<N>(padded, wp, tile.data() + col, kPitch, k, ncols, acc);
         for (int u = 0; u < ncols; ++u) {
           const float want = conv_window<0>(w.data(), tile.data() + col + u, kPitch, k);
+          EXPECT_TRUE(same_bits(conv_window<0>(padded, tile.data() + col + u, kPitch, k, wp), want));
           EXPECT_TRUE(same_bits(acc[u], want))
               << "N " << N << " k " << k << " ncols " << ncols << " col " << col << " u " << u;
         }
       }
+  }
 }
 
 TEST(WtconvStripsHost, AdjacentRuntimeWindowsMatchOneWindowAtATimeBitForBit) {

@@ -105,12 +105,17 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
   float* red_sum = red + parts * jobs * k;  // parts x 4
 
   const float s0 = a.s0[c];
+  // Runtime k: filter rows filter_row_pitch(k) apart (filter_slot), the padding zeroed.
+  const int wp = filter_row_pitch(k);
+  if constexpr (K == 0)
+    for (int e = threadIdx.x; e < 5 * fs; e += blockDim.x)
+      if (e % fs >= k * wp || e % fs % wp >= k) w0f[e] = 0.f;
   for (int i = threadIdx.x; i < (kFuse2 ? 9 : 5) * kk; i += blockDim.x) {
     if (i < kk) {
-      w0f[i] = s0 * a.w0[int64_t(c) * kk + (kk - 1 - i)];
+      w0f[filter_slot(i, k)] = s0 * a.w0[int64_t(c) * kk + (kk - 1 - i)];
     } else if (!kFuse2 || i < 5 * kk) {
       const int e = i - kk, t = e / kk, ij = e % kk;
-      w1f[t * fs + ij] = a.s1[4 * c + t] * a.w1[int64_t(4 * c + t) * kk + (kk - 1 - ij)];
+      w1f[t * fs + filter_slot(ij, k)] = a.s1[4 * c + t] * a.w1[int64_t(4 * c + t) * kk + (kk - 1 - ij)];
     } else {  // as the level kernel folds them
       const int e = i - 5 * kk, t = e / kk, ij = e % kk;
       w2f[t * fs + ij] = a.s2[4 * c + t] * a.w2[int64_t(4 * c + t) * kk + (kk - 1 - ij)];
@@ -437,7 +442,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
         float d[4][2];  // [subband][coefficient]
 #pragma unroll
         for (int t = 0; t < 4; ++t)
-          conv_adjacent_windows<2>(w1f + t * fs, gs + (p * 4 + t) * plane + ty * ew + tx0, ew, k, ncols, d[t]);
+          conv_adjacent_windows<2>(w1f + t * fs, wp, gs + (p * 4 + t) * plane + ty * ew + tx0, ew, k, ncols, d[t]);
         const int64_t pl = int64_t(b) * a.C + c;
         if (a.dxin) {
           const T* res = a.dxin + pl * a.h1 * a.w1g + int64_t(qy) * a.w1g + qx0;
@@ -452,7 +457,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
           if (y >= a.H) break;
           const float* drow = ds + p * pplane + (2 * ty + dy + r) * pw + (2 * tx0 + r);
           float base[4];
-          conv_adjacent_windows<4>(w0f, drow, pw, k, npix, base);
+          conv_adjacent_windows<4>(w0f, wp, drow, pw, k, npix, base);
           T* dst = a.dx + pl * a.H * a.W + int64_t(y) * a.W + 2 * qx0;
 #pragma unroll
           for (int u = 0; u < 2; ++u) {
@@ -473,7 +478,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
         float d[4];
 #pragma unroll
         for (int t = 0; t < 4; ++t)
-          d[t] = conv_window<K>(w1f + t * fs, gs + (p * 4 + t) * plane + ty * ew + tx, ew, k);
+          d[t] = conv_window<K>(w1f + t * fs, gs + (p * 4 + t) * plane + ty * ew + tx, ew, k, wp);
         const int64_t pl = int64_t(b) * a.C + c;
         if (a.dxin) d[0] += to_float(a.dxin[pl * a.h1 * a.w1g + int64_t(qy) * a.w1g + qx]);
         const int npix = min(2, a.W - 2 * qx);  // pixels of a row inside the plane
@@ -482,7 +487,8 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
           const int y = 2 * qy + dy;
           if (y >= a.H) break;
           float base[2];  // the row's two pixels in one pass over their windows
-          conv_adjacent_windows<2>(w0f, ds + p * pplane + (2 * ty + dy + r) * pw + (2 * tx + r), pw, k, npix, base);
+          conv_adjacent_windows<2>(w0f, wp, ds + p * pplane + (2 * ty + dy + r) * pw + (2 * tx + r), pw, k, npix,
+                                   base);
 #pragma unroll
           for (int dx = 0; dx < 2; ++dx)
             if (dx < npix)

@@ -79,8 +79,10 @@ __device__ __forceinline__ void block_items(int64_t items, int splits, int split
 // kernel's instructions were FFMA). The summation order is the same either way. It is the
 // one-window case of conv_adjacent_windows below, kept apart: written as conv_adjacent_windows<1>
 // (the same bits) the runtime-k training steps ran 5-10% slower.
+// wpitch (runtime k): the filter's row pitch, k by default (filter_row_pitch in the base kernels).
 template <int K>
-__host__ __device__ __forceinline__ float conv_window(const float* w, const float* src, int pitch, int k) {
+__host__ __device__ __forceinline__ float conv_window(const float* w, const float* src, int pitch, int k,
+                                                      int wpitch = 0) {
   float acc = 0.f;
   if constexpr (K > 0) {
 #pragma unroll
@@ -88,7 +90,8 @@ __host__ __device__ __forceinline__ float conv_window(const float* w, const floa
 #pragma unroll
       for (int j = 0; j < K; ++j) acc = fmaf(w[i * K + j], src[i * pitch + j], acc);
   } else {
-    for (int i = 0; i < k; ++i, w += k, src += pitch) {
+    const int wstep = wpitch > 0 ? wpitch : k;
+    for (int i = 0; i < k; ++i, w += wstep, src += pitch) {
 #pragma unroll
       for (int j = 0; j < kWtconvMaxKernelSize; ++j) {
         if (j >= k) break;
@@ -100,20 +103,23 @@ __host__ __device__ __forceinline__ float conv_window(const float* w, const floa
 }
 
 // conv_window<0> for the ncols <= N adjacent outputs at src, src + 1, ...: acc[u] = sum_{i,j<k}
-// w[i*k+j] * src[i*pitch+j+u]. Each weight is loaded once for the N outputs and each input of a
-// row once (their windows overlap in k + N - 1 inputs): with N = 4 about a quarter of the shared
+// w[i*wpitch+j] * src[i*pitch+j+u]. Each weight is loaded once for the N outputs and each input of
+// a row once (their windows overlap in k + N - 1 inputs): with N = 4 about a quarter of the shared
 // loads per multiply-add of one window at a time, whose two loads per multiply-add bound the
-// runtime-k kernels (docs/wtconv.md, notes 44 and 45). Reads src[i*pitch + m] for
-// m < k + ncols - 1 only (acc[u] for u >= ncols is left meaningless); each output's terms in
-// conv_window's order, bit for bit.
+// runtime-k kernels (docs/wtconv.md, notes 44 and 45). The weights of a row load as 16-byte quads
+// (a quarter of the load instructions, and of the shared wavefronts, since a warp's lanes read the
+// same filter): the caller promises w 16-byte aligned and wpitch a multiple of 4 (the base
+// kernels' filter_row_pitch), and reads of w up to the row's next multiple of 4 (the weights past
+// k are read, never used). Reads src[i*pitch + m] for m < k + ncols - 1 only (acc[u] for
+// u >= ncols is left meaningless); each output's terms in conv_window's order, bit for bit.
 template <int N = 4>
-__host__ __device__ __forceinline__ void conv_adjacent_windows(const float* w, const float* src, int pitch, int k,
-                                                              int ncols, float (&acc)[N]) {
+__host__ __device__ __forceinline__ void conv_adjacent_windows(const float* w, int wpitch, const float* src, int pitch,
+                                                              int k, int ncols, float (&acc)[N]) {
   constexpr int KM = kWtconvMaxKernelSize;
   const int m_end = k + ncols - 1;
 #pragma unroll
   for (int u = 0; u < N; ++u) acc[u] = 0.f;
-  for (int i = 0; i < k; ++i, w += k, src += pitch) {
+  for (int i = 0; i < k; ++i, w += wpitch, src += pitch) {
     float in[KM + N - 1];
 #pragma unroll
     for (int m = 0; m < KM + N - 1; ++m) {
@@ -121,11 +127,16 @@ __host__ __device__ __forceinline__ void conv_adjacent_windows(const float* w, c
       in[m] = m < m_end ? src[m] : 0.f;
     }
 #pragma unroll
-    for (int j = 0; j < KM; ++j) {
-      if (j >= k) break;
-      const float wv = w[j];
+    for (int q = 0; q < (KM + 3) / 4; ++q) {
+      if (4 * q >= k) break;
+      const float4 wq = *reinterpret_cast<const float4*>(w + 4 * q);
+      const float wv[4] = {wq.x, wq.y, wq.z, wq.w};
 #pragma unroll
-      for (int u = 0; u < N; ++u) acc[u] = fmaf(wv, in[j + u], acc[u]);
+      for (int v = 0; v < 4; ++v) {
+        if (4 * q + v >= k) break;
+#pragma unroll
+        for (int u = 0; u < N; ++u) acc[u] = fmaf(wv[v], in[4 * q + v + u], acc[u]);
+      }
     }
   }
 }

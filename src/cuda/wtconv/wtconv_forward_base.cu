@@ -84,11 +84,16 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
   float* z2s = y2s + np * 4 * eh2 * ew2;  // fused: np x 4 x th2 x tw2
   const float s0 = a.s0[c];
   const float bias = a.b0 ? s0 * a.b0[c] : 0.f;
+  // Runtime k: filter rows filter_row_pitch(k) apart (filter_slot), the padding zeroed.
+  const int wp = filter_row_pitch(k);
+  if constexpr (K == 0)
+    for (int e = threadIdx.x; e < 5 * fs; e += blockDim.x)
+      if (e % fs >= k * wp || e % fs % wp >= k) w0s[e] = 0.f;
   for (int i = threadIdx.x; i < (kFuse2 ? 9 : 5) * kk; i += blockDim.x) {
-    if (i < kk) w0s[i] = s0 * a.w0[int64_t(c) * kk + i];
+    if (i < kk) w0s[filter_slot(i, k)] = s0 * a.w0[int64_t(c) * kk + i];
     else if (i < 5 * kk) {
       const int e = i - kk, t = e / kk;
-      w1s[t * fs + e % kk] = 0.5f * a.s1[4 * c + t] * a.w1[int64_t(4 * c) * kk + e];
+      w1s[t * fs + filter_slot(e % kk, k)] = 0.5f * a.s1[4 * c + t] * a.w1[int64_t(4 * c) * kk + e];
     } else {  // as the level kernel folds them (weight * scale * 2^-2)
       const int e = i - 5 * kk, t = e / kk;
       w2s[t * fs + e % kk] = a.w2[int64_t(4 * c) * kk + e] * a.s2[4 * c + t] * 0.25f;
@@ -247,7 +252,7 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
         float z[4][4];  // [subband][column]
 #pragma unroll
         for (int t = 0; t < 4; ++t)
-          conv_adjacent_windows<4>(w1s + t * fs, ys + (p * 4 + t) * qh * qw + iy * qw + ix0, qw, k, ncols, z[t]);
+          conv_adjacent_windows<4>(w1s + t * fs, wp, ys + (p * 4 + t) * qh * qw + iy * qw + ix0, qw, k, ncols, z[t]);
         const int b = pos.b0 + p, qy = qay + iy;
         const float* res = a.rin && b < a.B && qy < a.h1
                                ? a.rin + (int64_t(b) * a.C + c) * a.h1 * a.w1g + int64_t(qy) * a.w1g
@@ -403,7 +408,8 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
         if (b >= a.B || oy >= a.Ho || ox0 >= a.Wo) continue;
         const int ncols = min(min(4, pos.x0 + tw - ox0), a.Wo - ox0);
         float v[4];
-        conv_adjacent_windows<4>(w0s, xs + p * xh * xw + (oy - r - x0y) * xw + (ox0 - r - x0x), xw, k, ncols, v);
+        conv_adjacent_windows<4>(w0s, wp, xs + p * xh * xw + (oy - r - x0y) * xw + (ox0 - r - x0x), xw, k, ncols,
+                                 v);
         const float* zrow = zs + p * 4 * qih * qiw + ((oy >> 1) - qay) * qiw;
         T* yrow = a.y + (int64_t(b) * a.C + c) * a.Ho * a.Wo + int64_t(oy) * a.Wo;
 #pragma unroll
@@ -421,7 +427,7 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
         const int b = pos.b0 + p;
         if (b >= a.B || oy >= a.Ho || ox >= a.Wo) continue;
         const int py = s * oy, px = s * ox;
-        float v = bias + conv_window<K>(w0s, xs + p * xh * xw + (py - r - x0y) * xw + (px - r - x0x), xw, k);
+        float v = bias + conv_window<K>(w0s, xs + p * xh * xw + (py - r - x0y) * xw + (px - r - x0x), xw, k, wp);
         const int iy = (py >> 1) - qay, ix = (px >> 1) - qax;
         const float* zp = zs + p * 4 * qih * qiw + iy * qiw + ix;
         const float z[4] = {zp[0], zp[qih * qiw], zp[2 * qih * qiw], zp[3 * qih * qiw]};

@@ -150,9 +150,19 @@ inline size_t level_smem_floats(bool backward, int k, int th, int tw, int np) {
   return 4 * k * k + 2 * np * plane + conv + size_t(parts) * 4 * k * k;
 }
 
-// Shared-memory stride of one k x k filter in the base kernels: k * k rounded up to 4 floats, so
-// every filter (and the tiles behind the five filters) starts 16-byte aligned for vector loads.
-WTCONV_HOST_DEVICE constexpr int filter_stride(int k) { return (k * k + 3) / 4 * 4; }
+// Row pitch (floats) of a k x k filter in the base kernels' shared memory: k for the specialised
+// sizes, whose strips read a filter as one run of k * k floats; k rounded up to 4 for the runtime-k
+// instance, so that every filter row starts 16-byte aligned and its weights load as quads
+// (conv_adjacent_windows, conv_window's wpitch).
+WTCONV_HOST_DEVICE constexpr int filter_row_pitch(int k) { return specialised_kernel_size(k) ? k : (k + 3) / 4 * 4; }
+// Shared-memory stride of one k x k filter in the base kernels: k rows of filter_row_pitch(k)
+// floats rounded up to 4, so every filter (and the tiles behind the filters) starts 16-byte aligned
+// for vector loads.
+WTCONV_HOST_DEVICE constexpr int filter_stride(int k) { return (k * filter_row_pitch(k) + 3) / 4 * 4; }
+// The slot of weight ij (row ij / k, column ij % k) of a filter laid out with filter_row_pitch(k).
+WTCONV_HOST_DEVICE constexpr int filter_slot(int ij, int k) {
+  return specialised_kernel_size(k) ? ij : ij / k * filter_row_pitch(k) + ij % k;
+}
 // The quad-read correlation rows (corr_row_quads): the floats a row's ring reads ahead of a phase,
 // and the chunk, positions per fully unrolled group of steps (a period of both rings).
 WTCONV_HOST_DEVICE constexpr int corr_quad_lead(int k, int phase) { return (phase + k - 1 + 3) / 4 * 4; }
