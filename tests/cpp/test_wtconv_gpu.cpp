@@ -267,6 +267,10 @@ TEST(WtconvGpu, ManyPlanesPerBlockAndSplits) {
   run_case(3, 2, 64, 96, 7, 4, 1, Precision::kFP32, true, 3);
   run_case(2, 2, 130, 70, 3, 8, 1, Precision::kFP32, false, 4);
   run_case(2, 2, 50, 45, 15, 3, 2, Precision::kFP32, true, 5);
+  // Runtime-k planes over several tiles at stride 1: the vector-read windows of the base kernels
+  // (k = 11: paired dx jobs; k = 13: one coefficient per dx job) at every tile edge.
+  run_case(2, 3, 70, 90, 11, 2, 1, Precision::kFP32, true, 6);
+  run_case(1, 2, 40, 75, 13, 2, 1, Precision::kFP32, false, 7);
 }
 
 // A plane that one tile holds, with rows that are not 4-element loads (odd widths, or the

@@ -281,6 +281,46 @@ TEST(WtconvStripsHost, AdjacentRuntimeWindowsMatchOneWindowAtATimeBitForBit) {
   check_adjacent_windows<4>();
 }
 
+// The same windows with their inputs read as 2- and 4-float vectors (conv_adjacent_windows_by,
+// as the runtime-k base kernels call it) from every phase of the vector grid: every float that
+// no valid window needs, in the rows and around them (the vectors read past both ends), is NaN,
+// which the valid outputs must not see.
+template <int N>
+void check_vector_windows() {
+  constexpr int kPitch = 28, kRows = kWtconvMaxKernelSize, kLead = 8;
+  const std::vector<float> w = random_floats(kWtconvMaxKernelSize * kWtconvMaxKernelSize, 45);
+  const std::vector<float> values = random_floats(kPitch * kRows, 46);
+  std::vector<float4> storage((kLead + kPitch * kRows + 16) / 4);  // 16-byte aligned
+  float* const buf = reinterpret_cast<float*>(storage.data());
+  const float nan = std::nanf("");
+  for (int k = 1; k <= kWtconvMaxKernelSize; k += 2) {
+    const int wp = filter_row_pitch(k);
+    std::vector<float4> padded_storage((k * wp + 3) / 4);
+    float* const padded = reinterpret_cast<float*>(padded_storage.data());
+    for (int e = 0; e < k * wp; ++e) padded[e] = e % wp < k ? w[e / wp * k + e % wp] : nan;
+    for (int v : {1, 2, 4})
+      for (int ncols = 1; ncols <= N; ++ncols)
+        for (int col = 0; col + k + ncols - 1 <= kPitch; ++col) {
+          for (size_t e = 0; e < storage.size() * 4; ++e) buf[e] = nan;
+          float* const tile = buf + kLead;
+          for (int i = 0; i < k; ++i)
+            for (int m = col; m < col + k + ncols - 1; ++m) tile[i * kPitch + m] = values[i * kPitch + m];
+          float acc[N];
+          conv_adjacent_windows_by<N>(v, padded, wp, tile + col, kPitch, k, ncols, acc);
+          for (int u = 0; u < ncols; ++u) {
+            const float want = conv_window<0>(w.data(), tile + col + u, kPitch, k);
+            EXPECT_TRUE(same_bits(acc[u], want))
+                << "N " << N << " V " << v << " k " << k << " ncols " << ncols << " col " << col << " u " << u;
+          }
+        }
+  }
+}
+
+TEST(WtconvStripsHost, VectorReadWindowsMatchOneWindowAtATimeBitForBit) {
+  check_vector_windows<2>();
+  check_vector_windows<4>();
+}
+
 TEST(WtconvStripsHost, QuadStripsMatchTheWindowSumBitForBit) {
   check_quad_strips<1, 4>();
   check_quad_strips<3, 4>();

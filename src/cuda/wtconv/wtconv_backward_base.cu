@@ -440,9 +440,11 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
         if (b >= a.B || qy >= a.h1 || qx0 >= a.w1g) continue;
         const int ncols = min(min(2, tw - tx0), a.w1g - qx0);
         float d[4][2];  // [subband][coefficient]
+        const float* gsrc = gs + p * 4 * plane + ty * ew + tx0;  // the four subband planes share the phase
+        with_window_loads(window_vector_width(k, ew, 2), gsrc, [&](auto loads) {
 #pragma unroll
-        for (int t = 0; t < 4; ++t)
-          conv_adjacent_windows<2>(w1f + t * fs, wp, gs + (p * 4 + t) * plane + ty * ew + tx0, ew, k, ncols, d[t]);
+          for (int t = 0; t < 4; ++t) adjacent_windows<2>(loads, w1f + t * fs, wp, gsrc + t * plane, ew, k, ncols, d[t]);
+        });
         const int64_t pl = int64_t(b) * a.C + c;
         if (a.dxin) {
           const T* res = a.dxin + pl * a.h1 * a.w1g + int64_t(qy) * a.w1g + qx0;
@@ -457,7 +459,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
           if (y >= a.H) break;
           const float* drow = ds + p * pplane + (2 * ty + dy + r) * pw + (2 * tx0 + r);
           float base[4];
-          conv_adjacent_windows<4>(w0f, wp, drow, pw, k, npix, base);
+          conv_adjacent_windows_by<4>(window_vector_width(k, pw, 4), w0f, wp, drow, pw, k, npix, base);
           T* dst = a.dx + pl * a.H * a.W + int64_t(y) * a.W + 2 * qx0;
 #pragma unroll
           for (int u = 0; u < 2; ++u) {
@@ -487,8 +489,8 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
           const int y = 2 * qy + dy;
           if (y >= a.H) break;
           float base[2];  // the row's two pixels in one pass over their windows
-          conv_adjacent_windows<2>(w0f, wp, ds + p * pplane + (2 * ty + dy + r) * pw + (2 * tx + r), pw, k, npix,
-                                   base);
+          conv_adjacent_windows_by<2>(window_vector_width(k, pw, 2), w0f, wp,
+                                      ds + p * pplane + (2 * ty + dy + r) * pw + (2 * tx + r), pw, k, npix, base);
 #pragma unroll
           for (int dx = 0; dx < 2; ++dx)
             if (dx < npix)

@@ -102,6 +102,21 @@ __host__ __device__ __forceinline__ float conv_window(const float* w, const floa
   return acc;
 }
 
+// The window passes' inner step: acc[u] += w[4q + v] * in[OFF + 4q + v + u] for the weights of
+// quad q of a filter row below k (one 16-byte load, w 16-byte aligned), in column order.
+template <int OFF, int N, int M>
+__host__ __device__ __forceinline__ void weight_quad_fma(const float* w, int q, int k, const float (&in)[M],
+                                                         float (&acc)[N]) {
+  const float4 wq = *reinterpret_cast<const float4*>(w + 4 * q);
+  const float wv[4] = {wq.x, wq.y, wq.z, wq.w};
+#pragma unroll
+  for (int v = 0; v < 4; ++v) {
+    if (4 * q + v >= k) break;
+#pragma unroll
+    for (int u = 0; u < N; ++u) acc[u] = fmaf(wv[v], in[OFF + 4 * q + v + u], acc[u]);
+  }
+}
+
 // conv_window<0> for the ncols <= N adjacent outputs at src, src + 1, ...: acc[u] = sum_{i,j<k}
 // w[i*wpitch+j] * src[i*pitch+j+u]. Each weight is loaded once for the N outputs and each input of
 // a row once (their windows overlap in k + N - 1 inputs): with N = 4 about a quarter of the shared
@@ -129,16 +144,108 @@ __host__ __device__ __forceinline__ void conv_adjacent_windows(const float* w, i
 #pragma unroll
     for (int q = 0; q < (KM + 3) / 4; ++q) {
       if (4 * q >= k) break;
-      const float4 wq = *reinterpret_cast<const float4*>(w + 4 * q);
-      const float wv[4] = {wq.x, wq.y, wq.z, wq.w};
-#pragma unroll
-      for (int v = 0; v < 4; ++v) {
-        if (4 * q + v >= k) break;
-#pragma unroll
-        for (int u = 0; u < N; ++u) acc[u] = fmaf(wv[v], in[4 * q + v + u], acc[u]);
-      }
+      weight_quad_fma<0>(w, q, k, in, acc);
     }
   }
+}
+
+// conv_adjacent_windows with each kernel row's inputs read as V-float vectors (V = 2 or 4) from
+// the V-aligned address PH floats below src. The lanes of a warp take adjacent jobs, N floats
+// apart, so a scalar load of one input per lane puts N lanes on each bank and takes N shared
+// wavefronts (the runtime-k base kernels ran at 84-88% of the L1 throughput, docs/wtconv.md, perf
+// note 53), while V-float vectors of 32 / V lanes fill one wavefront. The caller promises every
+// row at phase PH (pitch % V == 0) and that the floats from src - PH up to src + k + N + V - 3 of
+// every row lie in shared memory that no thread writes meanwhile: the full N windows are read,
+// whatever ncols is (acc[u] for u >= ncols stays meaningless). Weights as in
+// conv_adjacent_windows; each output's terms in conv_window's order, bit for bit.
+template <int N, int V, int PH>
+__host__ __device__ __forceinline__ void conv_adjacent_windows_vec(const float* w, int wpitch, const float* src,
+                                                                  int pitch, int k, float (&acc)[N]) {
+  static_assert((V == 2 || V == 4) && PH >= 0 && PH < V, "2- or 4-float vectors, a phase below V");
+  constexpr int KM = kWtconvMaxKernelSize, NV = (PH + KM + N - 1 + V - 1) / V;
+  const int nv = (PH + k + N - 1 + V - 1) / V;  // vectors covering the row's k + N - 1 inputs
+  const float* row = src - PH;
+#pragma unroll
+  for (int u = 0; u < N; ++u) acc[u] = 0.f;
+  for (int i = 0; i < k; ++i, w += wpitch, row += pitch) {
+    float in[NV * V];
+    // Each vector is loaded just before the first quad of weights that needs it (inputs up to
+    // PH + 4 q + N + 2 for quad q), so that only the inputs in use stay in registers.
+    const auto load = [&](int vv) {
+      if constexpr (V == 4) {
+        const float4 v = *reinterpret_cast<const float4*>(row + 4 * vv);
+        in[4 * vv] = v.x;
+        in[4 * vv + 1] = v.y;
+        in[4 * vv + 2] = v.z;
+        in[4 * vv + 3] = v.w;
+      } else {
+        const float2 v = *reinterpret_cast<const float2*>(row + 2 * vv);
+        in[2 * vv] = v.x;
+        in[2 * vv + 1] = v.y;
+      }
+    };
+#pragma unroll
+    for (int q = 0; q < (KM + 3) / 4; ++q) {
+      if (4 * q >= k) break;
+#pragma unroll
+      for (int vv = 0; vv < NV; ++vv)
+        if ((q == 0 || vv > (PH + 4 * q + N - 2) / V) && vv <= (PH + 4 * q + N + 2) / V && vv < nv) load(vv);
+      weight_quad_fma<PH>(w, q, k, in, acc);
+    }
+  }
+}
+
+// The vector width for conv_adjacent_windows_by over rows `pitch` floats apart: the widest of 4
+// and 2 that keeps every row at one phase, at most n_max (the jobs' column stride, so that a
+// warp's lanes share the phase); 1 (scalar loads) at k = 1, whose few inputs per row do not pay
+// for the vectors (docs/wtconv.md, perf note 53).
+__host__ __device__ inline int window_vector_width(int k, int pitch, int n_max) {
+  if (k == 1) return 1;
+  if (pitch % 4 == 0 && n_max >= 4) return 4;
+  return pitch % 2 == 0 && n_max >= 2 ? 2 : 1;
+}
+
+// How a window pass loads its inputs: V-float vectors at phase PH (conv_adjacent_windows_vec), or
+// V = 1, one at a time reading only the ncols windows (conv_adjacent_windows).
+template <int V, int PH>
+struct WindowLoads {};
+
+template <int N, int V, int PH>
+__host__ __device__ __forceinline__ void adjacent_windows(WindowLoads<V, PH>, const float* w, int wpitch,
+                                                          const float* src, int pitch, int k, int ncols,
+                                                          float (&acc)[N]) {
+  if constexpr (V == 1) conv_adjacent_windows<N>(w, wpitch, src, pitch, k, ncols, acc);
+  else conv_adjacent_windows_vec<N, V, PH>(w, wpitch, src, pitch, k, acc);
+}
+
+// f(WindowLoads<V, PH>{}) for the caller's block-uniform vector width V (window_vector_width: 4 or
+// 2 where every row of the tile starts at one phase of it, and the reads past the windows stay in
+// quiet shared memory, kWindowSlack) at the phase of src, or f(WindowLoads<1, 0>{}). A job whose
+// window passes share that phase (subbands of one tile) dispatches once for all of them: one
+// dispatch per pass left values live across four inlined switches and spilled.
+template <typename F>
+__host__ __device__ __forceinline__ void with_window_loads(int V, const float* src, F&& f) {
+  const int ph = int(reinterpret_cast<uintptr_t>(src) >> 2);
+  if (V == 4) {
+    switch (ph & 3) {
+      case 0: f(WindowLoads<4, 0>{}); break;
+      case 1: f(WindowLoads<4, 1>{}); break;
+      case 2: f(WindowLoads<4, 2>{}); break;
+      default: f(WindowLoads<4, 3>{}); break;
+    }
+  } else if (V == 2) {
+    if (ph & 1) f(WindowLoads<2, 1>{});
+    else f(WindowLoads<2, 0>{});
+  } else {
+    f(WindowLoads<1, 0>{});
+  }
+}
+
+// One window pass with its own dispatch (with_window_loads, adjacent_windows).
+template <int N>
+__host__ __device__ __forceinline__ void conv_adjacent_windows_by(int V, const float* w, int wpitch, const float* src,
+                                                                 int pitch, int k, int ncols, float (&acc)[N]) {
+  with_window_loads(V, src, [&](auto loads) { adjacent_windows<N>(loads, w, wpitch, src, pitch, k, ncols, acc); });
 }
 
 // f(u) for the positions x + u of the chunks [x, x + CH) of [x, n), u = 0, STEP, ... < CH: whole

@@ -79,7 +79,7 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
     // the float tile (in place: set per item); fused: behind Y_2 and Z_2
     xs = ys + np * 4 * yh * yw + np * 4 * qih * qiw + (kFuse2 ? np * 4 * (eh2 * ew2 + th2 * tw2) : 0);
   }
-  float* zs = ys + np * 4 * yh * yw;    // np x 4 x qih x qiw
+  float* zs = ys + np * 4 * yh * yw + (K == 0 ? kWindowSlack : 0);  // np x 4 x qih x qiw
   float* y2s = zs + np * 4 * qih * qiw;  // fused: np x 4 x eh2 x ew2
   float* z2s = y2s + np * 4 * eh2 * ew2;  // fused: np x 4 x th2 x tw2
   const float s0 = a.s0[c];
@@ -244,28 +244,34 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
                                     res_pstride, a.B - pos.b0, qay, qax, a.h1, a.w1g);
     } else {
       // Runtime k: four adjacent coefficients of a row per job (conv_adjacent_windows), each subband's
-      // weights and inputs loaded once for the four.
+      // weights and inputs loaded once for the four, the inputs as vectors where every row of Y_1
+      // starts at one phase (kWindowSlack keeps the reads past the tile off the results).
       const int quads = (qiw + 3) / 4;
+      const int vsub = window_vector_width(k, qw, 4);
       for (int e = threadIdx.x; e < np * qih * quads; e += blockDim.x) {
         const int p = e / (qih * quads), rem = e % (qih * quads), iy = rem / quads, ix0 = 4 * (rem % quads);
         const int ncols = min(4, qiw - ix0);
-        float z[4][4];  // [subband][column]
-#pragma unroll
-        for (int t = 0; t < 4; ++t)
-          conv_adjacent_windows<4>(w1s + t * fs, wp, ys + (p * 4 + t) * qh * qw + iy * qw + ix0, qw, k, ncols, z[t]);
         const int b = pos.b0 + p, qy = qay + iy;
         const float* res = a.rin && b < a.B && qy < a.h1
                                ? a.rin + (int64_t(b) * a.C + c) * a.h1 * a.w1g + int64_t(qy) * a.w1g
                                : nullptr;
         float* dst = zs + p * 4 * qih * qiw + iy * qiw + ix0;
+        // One subband at a time, stored before the next (four accumulators live, not sixteen);
+        // the four subband planes share the vector phase.
+        const float* src = ys + p * 4 * qh * qw + iy * qw + ix0;
+        with_window_loads(vsub, src, [&](auto loads) {
 #pragma unroll
-        for (int u = 0; u < 4; ++u) {
-          if (u >= ncols) break;
-          const int qx = qax + ix0 + u;
-          if (res != nullptr && qx < a.w1g) z[0][u] += res[qx];
+          for (int t = 0; t < 4; ++t) {
+            float z[4];  // the four columns
+            adjacent_windows<4>(loads, w1s + t * fs, wp, src + t * qh * qw, qw, k, ncols, z);
 #pragma unroll
-          for (int t = 0; t < 4; ++t) dst[t * qih * qiw + u] = z[t][u];
-        }
+            for (int u = 0; u < 4; ++u) {
+              if (u >= ncols) break;
+              if (t == 0 && res != nullptr && qax + ix0 + u < a.w1g) z[u] += res[qax + ix0 + u];
+              dst[t * qih * qiw + u] = z[u];
+            }
+          }
+        });
       }
     }
     __syncthreads();
@@ -408,8 +414,8 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
         if (b >= a.B || oy >= a.Ho || ox0 >= a.Wo) continue;
         const int ncols = min(min(4, pos.x0 + tw - ox0), a.Wo - ox0);
         float v[4];
-        conv_adjacent_windows<4>(w0s, wp, xs + p * xh * xw + (oy - r - x0y) * xw + (ox0 - r - x0x), xw, k, ncols,
-                                 v);
+        conv_adjacent_windows_by<4>(window_vector_width(k, xw, 4), w0s, wp,
+                                    xs + p * xh * xw + (oy - r - x0y) * xw + (ox0 - r - x0x), xw, k, ncols, v);
         const float* zrow = zs + p * 4 * qih * qiw + ((oy >> 1) - qay) * qiw;
         T* yrow = a.y + (int64_t(b) * a.C + c) * a.Ho * a.Wo + int64_t(oy) * a.Wo;
 #pragma unroll

@@ -125,9 +125,10 @@ WTCONV_HOST_DEVICE constexpr int corr_parts_per_warp(int k) { return 32 / k; }
 // (fp32 steps 2-3% slower, fp16 1-2% faster); k = 7 and the runtime-k path spill 300-530 bytes
 // (docs/wtconv.md, perf note 24).
 WTCONV_HOST_DEVICE constexpr int bwd_base_blocks_per_sm(int k) { return k == 3 ? 4 : 3; }
-// Launch bound of the forward base kernel: 4 blocks (64 registers, no spill) except k = 7, which
-// spills at 3 (docs/wtconv.md, perf note 17).
-WTCONV_HOST_DEVICE constexpr int fwd_base_blocks_per_sm(int k) { return k == 7 ? 2 : 4; }
+// Launch bound of the forward base kernel: 4 blocks (64 registers, no spill) for k = 3 and 5; 2 for
+// k = 7, which spills at 3 (docs/wtconv.md, perf note 17); 3 (80 registers) for the runtime-k
+// instance, whose vector-read windows spill at 64 (perf note 53).
+WTCONV_HOST_DEVICE constexpr int fwd_base_blocks_per_sm(int k) { return k == 7 ? 2 : k == 3 || k == 5 ? 4 : 3; }
 
 // The kernel sizes compiled as template specialisations (dispatch_kernel_size); only they have
 // TMA-staged kernel instances, so the plan grants TMA layouts to them alone.
@@ -159,6 +160,11 @@ WTCONV_HOST_DEVICE constexpr int filter_row_pitch(int k) { return specialised_ke
 // floats rounded up to 4, so every filter (and the tiles behind the filters) starts 16-byte aligned
 // for vector loads.
 WTCONV_HOST_DEVICE constexpr int filter_stride(int k) { return (k * filter_row_pitch(k) + 3) / 4 * 4; }
+// Floats of quiet shared memory the runtime-k base kernels keep behind the tiles their window
+// passes read as vectors (conv_adjacent_windows_vec reads up to 6 floats past a row's windows):
+// between the forward's Y_1 tile and the subband results written beside its reads, and behind the
+// backward's G_1 tile, the last of its tiles.
+constexpr int kWindowSlack = 8;
 // The slot of weight ij (row ij / k, column ij % k) of a filter laid out with filter_row_pitch(k).
 WTCONV_HOST_DEVICE constexpr int filter_slot(int ij, int k) {
   return specialised_kernel_size(k) ? ij : ij / k * filter_row_pitch(k) + ij % k;
@@ -204,7 +210,8 @@ inline size_t fwd_base_smem_floats(int k, int s, int th, int tw, int np) {
   const int r = k / 2;
   const int qih = fwd_base_coef_extent(s, th), qiw = fwd_base_coef_extent(s, tw);
   const int qh = qih + 2 * r, qw = qiw + 2 * r;
-  return 5 * size_t(filter_stride(k)) + size_t(np) * (4 * qh * qw + 4 * qh * qw + 4 * qih * qiw);
+  const size_t slack = specialised_kernel_size(k) ? 0 : kWindowSlack;
+  return 5 * size_t(filter_stride(k)) + size_t(np) * (4 * qh * qw + 4 * qh * qw + 4 * qih * qiw) + slack;
 }
 
 // TMA boxes start 16-byte aligned in x (a box at an unaligned column is an illegal instruction),
@@ -327,7 +334,7 @@ inline size_t bwd_base_smem_floats(int k, int th, int tw, int np, int pitch) {
   const size_t eh = th + 2 * r, ew = tw + 2 * r, pixels = 2 * eh * size_t(pitch);
   const size_t tiles = size_t(np) * (2 * pixels + 2 * 4 * eh * ew);
   const size_t partials = size_t(corr_parts_per_warp(k)) * (8 * k * k + 4);
-  if (!specialised_kernel_size(k)) return 5 * size_t(filter_stride(k)) + std::max(tiles, partials);
+  if (!specialised_kernel_size(k)) return 5 * size_t(filter_stride(k)) + std::max(tiles + kWindowSlack, partials);
   return 5 * size_t(filter_stride(k)) + tiles + size_t(np) * 4 * th * tw + partials;
 }
 
