@@ -72,11 +72,25 @@ void expect_tile_covers(const WtconvTile& t, int64_t B, int64_t C, int64_t gh, i
   EXPECT_LE(t.smem, budget);
 }
 
+// Every filter starts 16-byte aligned; the specialised sizes keep packed filters (their strips read
+// k * k floats in a run), the runtime-k instance rows of whole quads (its windows read each row's
+// weights as quads), and filter_slot puts every weight of a row in its own slot of that row.
 TEST(WtconvPlan, FilterStrideKeepsEveryFilterSixteenByteAligned) {
   for (int k = 1; k <= kWtconvMaxKernelSize; k += 2) {
+    const int wp = filter_row_pitch(k);
     EXPECT_EQ(filter_stride(k) % 4, 0) << "k=" << k;
-    EXPECT_GE(filter_stride(k), k * k) << "k=" << k;
-    EXPECT_LT(filter_stride(k), k * k + 4) << "k=" << k;
+    EXPECT_GE(filter_stride(k), k * wp) << "k=" << k;
+    EXPECT_LT(filter_stride(k), k * wp + 4) << "k=" << k;
+    if (specialised_kernel_size(k)) {
+      EXPECT_EQ(wp, k) << "k=" << k;
+    } else {
+      EXPECT_EQ(wp % 4, 0) << "k=" << k;
+      EXPECT_LT(wp, k + 4) << "k=" << k;
+    }
+    for (int ij = 0; ij < k * k; ++ij) {
+      EXPECT_EQ(filter_slot(ij, k) / wp, ij / k) << "k=" << k << " ij=" << ij;
+      EXPECT_EQ(filter_slot(ij, k) % wp, ij % k) << "k=" << k << " ij=" << ij;
+    }
   }
 }
 
