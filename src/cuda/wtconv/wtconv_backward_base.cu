@@ -107,9 +107,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
   const float s0 = a.s0[c];
   // Runtime k: filter rows filter_row_pitch(k) apart (filter_slot), the padding zeroed.
   const int wp = filter_row_pitch(k);
-  if constexpr (K == 0)
-    for (int e = threadIdx.x; e < 5 * fs; e += blockDim.x)
-      if (e % fs >= k * wp || e % fs % wp >= k) w0f[e] = 0.f;
+  if constexpr (K == 0) zero_filter_padding(w0f, 5, k);
   for (int i = threadIdx.x; i < (kFuse2 ? 9 : 5) * kk; i += blockDim.x) {
     if (i < kk) {
       w0f[filter_slot(i, k)] = s0 * a.w0[int64_t(c) * kk + (kk - 1 - i)];

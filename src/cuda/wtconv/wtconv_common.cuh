@@ -102,6 +102,15 @@ __host__ __device__ __forceinline__ float conv_window(const float* w, const floa
   return acc;
 }
 
+// Zeroes what the runtime-k filter layout (filter_row_pitch, filter_slot) leaves unwritten in
+// `count` filters filter_stride(k) apart: each row's slots past k and the stride's tail, which
+// the window passes read with their weight quads and never use.
+__device__ __forceinline__ void zero_filter_padding(float* filters, int count, int k) {
+  const int fs = filter_stride(k), wp = filter_row_pitch(k);
+  for (int e = threadIdx.x; e < count * fs; e += blockDim.x)
+    if (e % fs >= k * wp || e % fs % wp >= k) filters[e] = 0.f;
+}
+
 // The window passes' inner step: acc[u] += w[4q + v] * in[OFF + 4q + v + u] for the weights of
 // quad q of a filter row below k (one 16-byte load, w 16-byte aligned), in column order.
 template <int OFF, int N, int M>

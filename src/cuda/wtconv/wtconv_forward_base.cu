@@ -86,9 +86,7 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
   const float bias = a.b0 ? s0 * a.b0[c] : 0.f;
   // Runtime k: filter rows filter_row_pitch(k) apart (filter_slot), the padding zeroed.
   const int wp = filter_row_pitch(k);
-  if constexpr (K == 0)
-    for (int e = threadIdx.x; e < 5 * fs; e += blockDim.x)
-      if (e % fs >= k * wp || e % fs % wp >= k) w0s[e] = 0.f;
+  if constexpr (K == 0) zero_filter_padding(w0s, 5, k);
   for (int i = threadIdx.x; i < (kFuse2 ? 9 : 5) * kk; i += blockDim.x) {
     if (i < kk) w0s[filter_slot(i, k)] = s0 * a.w0[int64_t(c) * kk + i];
     else if (i < 5 * kk) {
