@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/im2win/async_copy.cuh"
 #include "cuda/im2win/conv_gemm_params.h"
@@ -203,7 +204,34 @@ conv_fp32_simt_kernel(const ConvGemmParams p, const SplitKParams sk) {
 
     const float* as = a_stages + (kt % kStages) * kAStage;
     const float* bs = b_stages + (kt % kStages) * kBK * BN;
-    if constexpr (!kMajorM) {
+    if constexpr (!kMajorM && BN == 64) {
+      // The reduction's last step may hold fewer than kBK rows (K_gemm = 27 for a 3 x 3 x 3 stem:
+      // 5 of its 32 rows are zero padding). In the 64-wide tiles, which the stems with up to 64
+      // filters take and where 2-10 steps per tile make the padding weigh, that step runs its own
+      // copy of the loop, which stops after the real rows (conv7 -2.5%, conv3 -6%); the padding
+      // adds zeros, so the sums are the same. The other tiles keep the single loop below as it
+      // was: compiled beside a second copy, their main loops took other registers and ran up to 5%
+      // slower (docs/perf-notes.md, v11). (So the loop is written twice: as a shared helper, or
+      // one loop for both, it also moved the other tiles' register allocation.)
+      const int kk_n = p.kg - (kt_begin + kt) * kBK;
+      auto multiply = [&](auto partial_tag) {
+        constexpr bool kPartial = decltype(partial_tag)::value;
+#pragma unroll
+        for (int kk = 0; kk < kBK; ++kk) {
+          if (kPartial && kk >= kk_n) break;
+          float a[kTM], b[kTN];
+          *reinterpret_cast<float4*>(&a[0]) = *reinterpret_cast<const float4*>(as + kk * BM + ty * 4);
+          *reinterpret_cast<float4*>(&a[4]) = *reinterpret_cast<const float4*>(as + kk * BM + ty * 4 + BM / 2);
+          Frag::load(b, bs + kk * BN, tx);
+#pragma unroll
+          for (int i = 0; i < kTM; ++i)
+#pragma unroll
+            for (int j = 0; j < kTN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        }
+      };
+      if (kk_n < kBK) multiply(std::true_type{});
+      else multiply(std::false_type{});
+    } else if constexpr (!kMajorM) {
 #pragma unroll
       for (int kk = 0; kk < kBK; ++kk) {
         float a[kTM], b[kTN];
