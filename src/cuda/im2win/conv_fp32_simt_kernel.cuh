@@ -208,11 +208,11 @@ conv_fp32_simt_kernel(const ConvGemmParams p, const SplitKParams sk) {
       // The reduction's last step may hold fewer than kBK rows (K_gemm = 27 for a 3 x 3 x 3 stem:
       // 5 of its 32 rows are zero padding). In the 64-wide tiles, which the stems with up to 64
       // filters take and where 2-10 steps per tile make the padding weigh, that step runs its own
-      // copy of the loop, which stops after the real rows (conv7 -2.5%, conv3 -6%); the padding
-      // adds zeros, so the sums are the same. The other tiles keep the single loop below as it
-      // was: compiled beside a second copy, their main loops took other registers and ran up to 5%
-      // slower (docs/perf-notes.md, v11). (So the loop is written twice: as a shared helper, or
-      // one loop for both, it also moved the other tiles' register allocation.)
+      // copy of the loop, which stops after the real rows (conv7 -1.5% to -4% time, conv3 -6%);
+      // the padding adds zeros, so the sums are the same. The other tiles keep the single loop
+      // below as it was: compiled beside a second copy, their main loops took other registers and
+      // ran up to 5% slower (docs/perf-notes.md, v11). (So the loop is written twice: as a shared
+      // helper, or one loop for both, it also moved the other tiles' register allocation.)
       const int kk_n = p.kg - (kt_begin + kt) * kBK;
       auto multiply = [&](auto partial_tag) {
         constexpr bool kPartial = decltype(partial_tag)::value;
