@@ -36,16 +36,16 @@ TEST(WtconvIoBytes, BigShapeMatchesTheDocumentedModel) {
 }
 
 TEST(WtconvIoBytes, UnfusedTwoLevelBackwardCountsTheLevelKernel) {
-  // k = 3 does not fuse the backward's level 2: its level kernel reads x and dy and writes dX_1
-  // (float, as every chain), which the base kernel reads back (2 N e + 2 * 4 N_1 more than x, dy
-  // and dx). k = 5 fuses it in every dtype: x, dy and dx plus the partials.
+  // k = 3 does not fuse the backward's level 2: its level kernel reads x and dy and writes dX_1,
+  // which the base kernel reads back (2 N e + 2 e N_1 more than x, dy and dx). k = 5 fuses it in
+  // every dtype: x, dy and dx plus the partials.
   const uint64_t n = 2 * 3 * 64 * 64, n1 = 2 * 3 * 32 * 32;
   for (Precision prec : {Precision::kFP32, Precision::kFP16}) {
     const uint64_t e = prec == Precision::kFP32 ? 4 : 2;
     uint64_t f3 = 0, b3 = 0, f5 = 0, b5 = 0;
     ASSERT_TRUE(wtconv_io_bytes(problem(2, 3, 64, 64, 3, 2, prec), &f3, &b3).ok());
     ASSERT_TRUE(wtconv_io_bytes(problem(2, 3, 64, 64, 5, 2, prec), &f5, &b5).ok());
-    EXPECT_GE(b3, 3 * n * e + 2 * n * e + 2 * 4 * n1);
+    EXPECT_GE(b3, 3 * n * e + 2 * n * e + 2 * e * n1);
     EXPECT_GE(b5, 3 * n * e);
     EXPECT_LT(b5, 3 * n * e + 2 * n * e);  // fused: no second read of x and dy
   }

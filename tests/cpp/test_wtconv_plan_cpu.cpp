@@ -437,18 +437,19 @@ TEST(WtconvPlan, RandomProblemsWorkspaceRegionsAreAlignedAndDisjoint) {
     for (int l = 1; l < plan.L; ++l) {
       if (!plan.fwd_level2_direct) fwd.push_back({plan.fwd_x[l], grid(l, 4)});
       fwd.push_back({plan.fwd_r[l], grid(l, 4)});
-      if (!plan.bwd_level2_direct) {  // every chain in float, the backward's as the forward's
-        bwd.push_back({plan.bwd_x[l], grid(l, 4)});
-        bwd.push_back({plan.bwd_g[l], grid(l, 4)});
+      const size_t chain = l == 1 ? plan.chain_bytes : 4;
+      if (!plan.bwd_level2_direct) {
+        bwd.push_back({plan.bwd_x[l], grid(l, chain)});
+        bwd.push_back({plan.bwd_g[l], grid(l, chain)});
       }
-      bwd.push_back({plan.bwd_dx[l], grid(l, 4)});
+      bwd.push_back({plan.bwd_dx[l], grid(l, chain)});
     }
     bwd.push_back({plan.bwd_part[1], size_t(p.channels) * plan.bwd_base.splits * (5 * kk + 1) * 4});
     for (int l = 2; l <= plan.L; ++l)
       bwd.push_back({plan.bwd_part[l], size_t(p.channels) * plan.bwd_level[l].splits * 4 * kk * 4});
     expect_disjoint_aligned(fwd, plan.fwd_bytes, "forward workspace");
     expect_disjoint_aligned(bwd, plan.bwd_bytes, "backward workspace");
-    EXPECT_EQ(plan.act_bytes, p.precision == Precision::kFP32 ? 4u : 2u);
+    EXPECT_EQ(plan.chain_bytes, p.precision == Precision::kFP32 ? 4u : 2u);
   }
 }
 
@@ -466,8 +467,9 @@ TEST(WtconvPlan, LevelTwoReadsTheActivationsOnlyWhenL2) {
       EXPECT_EQ(plan.bwd_level2_direct, levels == 2 && stride == 1);
       if (levels != 2) continue;
       const size_t x1 = align_up(size_t(3 * 5 * plan.hl[1] * plan.wl[1]) * 4, kWorkspaceAlign);
+      const size_t x1e = align_up(size_t(3 * 5 * plan.hl[1] * plan.wl[1]) * 2, kWorkspaceAlign);
       EXPECT_EQ(plan.fwd_bytes, x1);  // R_1 only
-      EXPECT_EQ(plan.bwd_dx[1], stride == 1 ? 0u : 2 * x1);  // X_1, G_1 (float) before dX_1
+      EXPECT_EQ(plan.bwd_dx[1], stride == 1 ? 0u : 2 * x1e);
     }
 }
 

@@ -219,15 +219,15 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
       mbarrier_wait(bar, parity);
       if constexpr (kCopy) {
         // Y_1, G_1 over the inner region (from block r / 2 on) and its pixels as floats, Y_2 and
-        // G_2 (X_1, G_1's LL in float, as the level kernel forms them). The x box sits in
+        // G_2 (X_1, G_1's LL rounded through T, as the level kernel forms them). The x box sits in
         // G_1's region: the dy pass writes G_1 only after the barrier.
         const T* xbox = reinterpret_cast<const T*>(sbase + fl.xbox);
         const T* dbox = reinterpret_cast<const T*>(sbase + fl.dbox);
-        haar2_pass_from_tile<T, true, float, kFixed>(xbox, fl.box_pitch, 0, true, xs, fl.box_rows, pw, ys, eh, ew,
+        haar2_pass_from_tile<T, true, T, kFixed>(xbox, fl.box_pitch, 0, true, xs, fl.box_rows, pw, ys, eh, ew,
                                                    r / 2, y2s, eh2, ew2, np, fplane, frow);
         __syncthreads();
         mbarrier_wait(bar + 1, parity);
-        haar2_pass_from_tile<T, true, float, kFixed>(dbox, fl.box_pitch, 0, true, ds, fl.box_rows, pw, gs, eh, ew,
+        haar2_pass_from_tile<T, true, T, kFixed>(dbox, fl.box_pitch, 0, true, ds, fl.box_rows, pw, gs, eh, ew,
                                                    r / 2, g2s, eh2, ew2, np, fplane, frow);
       } else if constexpr (kFuse2) {  // Y_1, G_1 over the inner region (from block r / 2 on), Y_2 and G_2
         haar2_pass_from_tile<float, true, float, kFixed>(xs, pw, 0, false, xs, ph, pw, ys, eh, ew, r / 2, y2s,
@@ -308,7 +308,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
     if constexpr (K > 0) {
       // Level-1 subband convs, register-blocked (one column strip of one subband per job), + dX_1.
       const int jobs = np * 4 * int(a.qstrips.divisor) * tw;
-      const float* res0 = a.dxin ? a.dxin + (int64_t(pos.b0) * a.C + c) * a.h1 * a.w1g : nullptr;
+      const T* res0 = a.dxin ? a.dxin + (int64_t(pos.b0) * a.C + c) * a.h1 * a.w1g : nullptr;
       const int64_t res_pstride = int64_t(a.C) * a.h1 * a.w1g;
       if constexpr (kFixed) {
         // Level 1 (th x tw) in 4 x 4 strips on threads 0 .. 127, level 2 (th2 x tw2) in 4 x 2 strips
@@ -317,7 +317,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
             w1f, gs, plane, ew, eh, dz, res0, res_pstride, a.B - pos.b0, pos.y0, pos.x0, a.h1, a.w1g);
         fixed_subband_conv_phase<K, 2, kFusedBwdTileH / 2, kFusedBwdTileW / 2,
                                  fixed_subband_jobs(kFusedBwdTileH, kFusedBwdTileW, 4)>(
-            w2f, g2s, eh2 * ew2, ew2, eh2, dz2, (const float*)nullptr, 0, 0, 0, 0, 0, 0);
+            w2f, g2s, eh2 * ew2, ew2, eh2, dz2, (const T*)nullptr, 0, 0, 0, 0, 0, 0);
       } else if (a.pair_sub)  // two columns per job (tw even)
         subband_conv_phase<K, kStripRows, 2>(
             np * 4 * int(a.qstrips4.divisor) * (tw / 2), a.qcols2, a.qstrips4, th, tw, w1f, gs, plane, ew, eh, dz,
@@ -331,7 +331,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
       if constexpr (kFuse2 && !kFixed)  // level 2's subband convs (dY_2 without dX_2: level 2 is the last)
         subband_conv_phase<K, kStripRows, 2>(np * 4 * int(a.l2strips.divisor) * int(a.l2cols.divisor), a.l2cols,
                                              a.l2strips, th2, tw2, w2f, g2s, eh2 * ew2, ew2, eh2, dz2,
-                                             (const float*)nullptr, 0, 0, 0, 0, 0, 0);
+                                             (const T*)nullptr, 0, 0, 0, 0, 0, 0);
       __syncthreads();
       // dx: base conv of D, register-blocked over strips of two pixel columns (the pixel tile is
       // 2 tw wide, so always even), + synthesis of dz: a 2 x 2 pixel block shares its dz loads.
@@ -360,7 +360,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
               const int cy = (j.row0 >> 1) + (o >> 1), cx = j.col, z2plane = th2 * tw2;
               const float* z2 = dz2 + (p * 4 * th2 + (cy >> 1)) * tw2 + (cx >> 1);
               const float v[4] = {z2[0], z2[z2plane], z2[2 * z2plane], z2[3 * z2plane]};
-              d[0] += 0.5f * synth_child(v, cy & 1, cx & 1);
+              d[0] += to_float(from_float<T>(0.5f * synth_child(v, cy & 1, cx & 1)));
             }
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
@@ -410,7 +410,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
 #pragma unroll
             for (int w = 0; w < 2; ++w) {  // the row pair's two coefficients; cy even + o / 2
               float d[4] = {dp[w], dp[dzplane + w], dp[2 * dzplane + w], dp[3 * dzplane + w]};
-              d[0] += 0.5f * synth_child(v, o >> 1, w);
+              d[0] += to_float(from_float<T>(0.5f * synth_child(v, o >> 1, w)));
 #pragma unroll
               for (int h = 0; h < 2; ++h)
 #pragma unroll
@@ -445,7 +445,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
         });
         const int64_t pl = int64_t(b) * a.C + c;
         if (a.dxin) {
-          const float* res = a.dxin + pl * a.h1 * a.w1g + int64_t(qy) * a.w1g + qx0;
+          const T* res = a.dxin + pl * a.h1 * a.w1g + int64_t(qy) * a.w1g + qx0;
 #pragma unroll
           for (int u = 0; u < 2; ++u)
             if (u < ncols) d[0][u] += to_float(res[u]);

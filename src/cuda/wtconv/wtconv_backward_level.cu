@@ -68,8 +68,8 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
             np * eh * int(a.d.row2.divisor),
             [&](int e) {
               const PairPos v = level_pair(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, a.H, a.W);
-              return Pairs{load_block_pair_ll<float>(a.xin, v.off, v.qy, v.qx, v.in, a.H, a.W),
-                           load_block_pair_ll<float>(a.gin, v.off, v.qy, v.qx, v.in, a.H, a.W)};
+              return Pairs{load_block_pair_ll<Tc>(a.xin, v.off, v.qy, v.qx, v.in, a.H, a.W),
+                           load_block_pair_ll<Tc>(a.gin, v.off, v.qy, v.qx, v.in, a.H, a.W)};
             },
             [&](int e, const Pairs& v) {
               const Pos3 q = split3(e, a.d.plane2, a.d.row2);
@@ -96,8 +96,8 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
         [&](int e) {
           if constexpr (kDirect) {
             const LevelBlock blk = block(e, a.H, a.W);
-            return Blocks{load_block_ll<float>(a.xin, blk, a.H, a.W, a.vec4),
-                          load_block_ll<float>(a.gin, blk, a.H, a.W, a.vec4)};
+            return Blocks{load_block_ll<Tc>(a.xin, blk, a.H, a.W, a.vec4),
+                          load_block_ll<Tc>(a.gin, blk, a.H, a.W, a.vec4)};
           } else {
             const LevelBlock blk = block(e, a.hin, a.win);
             return Blocks{load_block(a.xin, blk, a.hin, a.win), load_block(a.gin, blk, a.hin, a.win)};
@@ -147,7 +147,7 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
       }
       const int64_t pl = int64_t(b) * a.C + c;
       if (a.dxin) d[0] += e == int(threadIdx.x) ? res_first : a.dxin[pl * a.hq * a.wq + int64_t(qy) * a.wq + qx];
-      float* dst = a.dxout + pl * a.hin * a.win;
+      Tc* dst = a.dxout + pl * a.hin * a.win;
 #pragma unroll
       for (int dy = 0; dy < 2; ++dy) {
         const int y = 2 * qy + dy;
@@ -155,7 +155,7 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
 #pragma unroll
         for (int dx = 0; dx < 2; ++dx) {
           const int x = 2 * qx + dx;
-          if (x < a.win) dst[y * a.win + x] = 0.5f * synth_child(d, dy, dx);
+          if (x < a.win) dst[y * a.win + x] = from_float<Tc>(0.5f * synth_child(d, dy, dx));
         }
       }
     }

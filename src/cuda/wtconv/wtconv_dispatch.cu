@@ -67,26 +67,26 @@ Status ll_chain_x(const WtconvPlan& plan, const T* x, void* ws, const size_t* of
   return ll_chain_deeper(plan, c.m, ws, offsets, stream);
 }
 
-// The backward's chains of x (stride 1) and dy (the strided grid), in float as the forward's
-// (BwdLevelArgs says why); their first launches are one when both take the kPlane path
+// The backward's chains of x (stride 1) and dy (the strided grid), level 1 stored as T, deeper
+// levels as float; their first launches are one when both take the kPlane path
 // (launch_haar_cascade_pair).
 template <typename T>
 Status ll_chains_x_dy(const WtconvPlan& plan, const T* x, const T* dy, void* ws, cudaStream_t stream) {
   if (plan.L < 2) return Status::Ok();
   const ChainLevels cx = chain_levels(plan, 0, ws, plan.bwd_x), cg = chain_levels(plan, 0, ws, plan.bwd_g);
   const int64_t ph = plan.stride == 1 ? plan.H : plan.Ho, pw = plan.stride == 1 ? plan.W : plan.Wo;
-  const CascadeInput<T, float> a{x, 1, plan.H, plan.W, ws_at<float>(ws, plan.bwd_x[1]), cx.deeper};
-  const CascadeInput<T, float> b{dy, plan.stride, ph, pw, ws_at<float>(ws, plan.bwd_g[1]), cg.deeper};
+  const CascadeInput<T, T> a{x, 1, plan.H, plan.W, ws_at<T>(ws, plan.bwd_x[1]), cx.deeper};
+  const CascadeInput<T, T> b{dy, plan.stride, ph, pw, ws_at<T>(ws, plan.bwd_g[1]), cg.deeper};
   const cudaError_t e =
-      launch_haar_cascade_pair<T, float>(a, b, plan.B * plan.C, plan.H, plan.W, cx.m, cx.ho, cx.wo, stream);
+      launch_haar_cascade_pair<T, T>(a, b, plan.B * plan.C, plan.H, plan.W, cx.m, cx.ho, cx.wo, stream);
   if (e != cudaSuccess) return cuda_status(e, "wtconv haar cascade launch");
   Status st = ll_chain_deeper(plan, cx.m, ws, plan.bwd_x, stream);
   if (!st.ok()) return st;
   return ll_chain_deeper(plan, cg.m, ws, plan.bwd_g, stream);
 }
 
-// Backward of level l >= 2; Tc is float (the chains), or the activation type when level 2 is direct
-// and reads x and dy instead of the chains.
+// Backward of level l >= 2; Tc is the type of the level-(l-1) chains (T at level 1, else float).
+// x, dy: the activations, read instead of the chains when level 2 is direct.
 template <typename Tc>
 Status backward_level(const WtconvPlan& plan, int l, const WtconvParams& prm, const Tc* x, const Tc* dy, void* ws,
                       cudaStream_t stream) {
@@ -96,7 +96,7 @@ Status backward_level(const WtconvPlan& plan, int l, const WtconvParams& prm, co
   a.gin = a.direct ? dy : ws_at<Tc>(ws, plan.bwd_g[l - 1]);
   a.H = int(plan.H); a.W = int(plan.W);
   a.dxin = l == plan.L ? nullptr : ws_at<float>(ws, plan.bwd_dx[l]);
-  a.dxout = ws_at<float>(ws, plan.bwd_dx[l - 1]);
+  a.dxout = ws_at<Tc>(ws, plan.bwd_dx[l - 1]);
   a.weight = prm.level_weight[l - 1];
   a.scale = prm.level_scale[l - 1];
   a.partial = ws_at(ws, plan.bwd_part[l]);
@@ -184,11 +184,11 @@ Status backward_typed(const WtconvPlan& plan, const T* dy, const T* x, const Wtc
   prepare_backward_base(a);  // a fused backward computes level 2 in the base kernel: no level kernel, no dX_1
   if (!a.fuse2)
     for (int l = plan.L; l >= 2; --l) {
-      st = plan.level_reads_activations(l, true) ? backward_level<T>(plan, l, prm, x, dy, ws, stream)
-                                                 : backward_level<float>(plan, l, prm, nullptr, nullptr, ws, stream);
+      st = l == 2 ? backward_level<T>(plan, l, prm, x, dy, ws, stream)
+                  : backward_level<float>(plan, l, prm, nullptr, nullptr, ws, stream);
       if (!st.ok()) return st;
     }
-  a.dxin = plan.L >= 2 && !a.fuse2 ? ws_at<float>(ws, plan.bwd_dx[1]) : nullptr;
+  a.dxin = plan.L >= 2 && !a.fuse2 ? ws_at<T>(ws, plan.bwd_dx[1]) : nullptr;
   const cudaError_t e = launch_backward_base<T>(a, plan.bwd_base.smem, stream);
   if (e != cudaSuccess) return cuda_status(e, "wtconv backward base launch");
   ParamGradArgs r{};

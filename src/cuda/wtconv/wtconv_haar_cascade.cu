@@ -274,7 +274,7 @@ cudaError_t launch_haar_cascade_pair(const CascadeInput<Tin, Tfirst>& a, const C
   return e != cudaSuccess ? e : launch_cascade_geom(b.in, gb, blocks_b, smem_b, stream);
 }
 
-// Chains are float in the forward and the backward alike.
+// The forward keeps float chains; the backward stores level 1 in the activation type.
 #define WINCONV_CASCADE(TIN, TFIRST)                                                                        \
   template cudaError_t launch_haar_cascade<TIN, TFIRST>(const TIN*, int, int64_t, int64_t, int64_t, int64_t, \
                                                         int64_t, int, TFIRST*, float* const*, const int64_t*, \
@@ -286,6 +286,8 @@ cudaError_t launch_haar_cascade_pair(const CascadeInput<Tin, Tfirst>& a, const C
 WINCONV_CASCADE(float, float)
 WINCONV_CASCADE(__half, float)
 WINCONV_CASCADE(__nv_bfloat16, float)
+WINCONV_CASCADE(__half, __half)
+WINCONV_CASCADE(__nv_bfloat16, __nv_bfloat16)
 #undef WINCONV_CASCADE
 
 }  // namespace wtconv_detail

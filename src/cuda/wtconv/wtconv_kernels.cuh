@@ -106,18 +106,17 @@ void prepare_forward_base(FwdBaseArgs<T>& a);
 template <typename T>
 cudaError_t launch_forward_base(const FwdBaseArgs<T>& a, size_t smem, cudaStream_t stream);
 
-// Tc: the type of xin and gin, float (the chains X_{l-1}, G_{l-1}) or, with `direct` (level 2,
-// plan.bwd_level2_direct: stride 1), the activation type of x and dy (H x W), from which X_1 and
-// G_1 are formed on chip. Every chain is float, as in the forward: stored in 16 bits, X_1 and G_1
-// put a rounding of 2^-9 (bf16) into every level >= 2 gradient term, which a gradient sum with
-// cancellation (a small grid, few planes) lifted above 1e-2 relative error (docs/wtconv.md,
-// note 56).
+// Tc: the type of the level-(l-1) chains. The backward stores its level-1 chains (X_1, G_1, dX_1,
+// three quarter-size planes per input plane, the training step's largest temporaries) in the
+// activation type, and deeper levels in float, whose small grids make few-term gradient sums.
+// With `direct` (level 2, plan.bwd_level2_direct: stride 1) xin and gin are the activations x and
+// dy (H x W) and X_1, G_1 are formed on chip, rounded to Tc as the cascade would store them.
 template <typename Tc>
 struct BwdLevelArgs {
   const Tc* xin;      // X_{l-1} (or x)
   const Tc* gin;      // LL chain of G at level l-1 (G_0 = D is never needed here), or dy
   const float* dxin;  // dX_l or null at the deepest level
-  float* dxout;       // dX_{l-1}
+  Tc* dxout;          // dX_{l-1}
   const float* weight;
   const float* scale;
   float* partial;     // [C][splits][4kk]
@@ -137,7 +136,7 @@ template <typename T>
 struct BwdBaseArgs {
   const T* dy;
   const T* x;
-  const float* dxin;  // dX_1 (float, as every chain) or null when L == 1
+  const T* dxin;  // dX_1 or null when L == 1
   T* dx;
   const float *w0, *s0, *w1, *s1;
   float* partial;     // [C][splits][kk + 1 + 4kk]

@@ -53,10 +53,10 @@ struct WtconvPlan {
   int64_t hl[kWtconvMaxLevels + 1] = {}, wl[kWtconvMaxLevels + 1] = {};  // level grids; [0] = H, W
   // Forward: X_1..X_{L-1} (raw LL chain), R_1..R_{L-1} (synthesised deeper levels).
   size_t fwd_x[kWtconvMaxLevels + 1] = {}, fwd_r[kWtconvMaxLevels + 1] = {}, fwd_bytes = 0;
-  // Backward: X chain, LL chain of G = Haar cascade of dy, dX_1..dX_{L-1} (all in float, as the
-  // forward's: BwdLevelArgs in wtconv_kernels.cuh says why), gradient partials.
-  // act_bytes: bytes per activation element (x, y, dy, dx), which the TMA boxes are made of.
-  size_t act_bytes = 4;
+  // Backward: X chain, LL chain of G = Haar cascade of dy, dX_1..dX_{L-1} (level 1 of all three
+  // stored in the activation type, chain_bytes per element; deeper levels in float), gradient
+  // partials.
+  size_t chain_bytes = 4;
   size_t bwd_x[kWtconvMaxLevels + 1] = {}, bwd_g[kWtconvMaxLevels + 1] = {},
          bwd_dx[kWtconvMaxLevels + 1] = {}, bwd_part[kWtconvMaxLevels + 1] = {}, bwd_bytes = 0;
   // Level 2 reads the activations (x; the backward also dy) and forms X_1 = LL(x) (G_1 = LL(D))
@@ -570,7 +570,7 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p) {
     plan.wl[l] = (plan.wl[l - 1] + 1) / 2;
   }
   const int64_t planes = plan.B * plan.C;
-  plan.act_bytes = p.precision == Precision::kFP32 ? 4 : 2;
+  plan.chain_bytes = p.precision == Precision::kFP32 ? 4 : 2;
   auto level_bytes = [&](int l, size_t elem = 4) {
     return align_up(size_t(planes * plan.hl[l] * plan.wl[l]) * elem, kWorkspaceAlign);
   };
@@ -578,13 +578,13 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p) {
 
   plan.fwd_base = pick_fwd_base_tile(plan.B, plan.C, plan.Ho, plan.Wo, plan.k, plan.stride);
   plan.bwd_base = pick_bwd_base_tile(plan.B, plan.C, plan.hl[1], plan.wl[1], plan.k);
-  plan.fwd_base_tma_smem = fwd_base_tma_smem(plan.fwd_base, plan.W, plan.k, plan.stride, int(plan.act_bytes),
+  plan.fwd_base_tma_smem = fwd_base_tma_smem(plan.fwd_base, plan.W, plan.k, plan.stride, int(plan.chain_bytes),
                                              fwd_base_blocks_per_sm(plan.k));
   plan.bwd_base_tma_smem =
-      bwd_base_tma_smem(plan.bwd_base, plan.W, plan.k, plan.stride, int(plan.act_bytes));
-  plan.fwd_fused_smem = fwd_fused_smem(plan.fwd_base, plan.L, plan.W, plan.k, plan.stride, int(plan.act_bytes),
+      bwd_base_tma_smem(plan.bwd_base, plan.W, plan.k, plan.stride, int(plan.chain_bytes));
+  plan.fwd_fused_smem = fwd_fused_smem(plan.fwd_base, plan.L, plan.W, plan.k, plan.stride, int(plan.chain_bytes),
                                        fwd_base_blocks_per_sm(plan.k));
-  plan.bwd_fused_smem = bwd_fused_smem(plan.bwd_base, plan.L, plan.W, plan.k, plan.stride, int(plan.act_bytes));
+  plan.bwd_fused_smem = bwd_fused_smem(plan.bwd_base, plan.L, plan.W, plan.k, plan.stride, int(plan.chain_bytes));
   plan.fwd_level2_direct = level2_reads_activations(plan.L, plan.stride, false);
   plan.bwd_level2_direct = level2_reads_activations(plan.L, plan.stride, true);
   for (int l = 2; l <= plan.L; ++l) {
@@ -601,11 +601,12 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p) {
   plan.fwd_bytes = off;
 
   off = 0;
+  auto chain_level_bytes = [&](int l) { return level_bytes(l, l == 1 ? plan.chain_bytes : 4); };
   if (!plan.bwd_level2_direct) {
-    for (int l = 1; l < plan.L; ++l) { plan.bwd_x[l] = off; off += level_bytes(l); }
-    for (int l = 1; l < plan.L; ++l) { plan.bwd_g[l] = off; off += level_bytes(l); }
+    for (int l = 1; l < plan.L; ++l) { plan.bwd_x[l] = off; off += chain_level_bytes(l); }
+    for (int l = 1; l < plan.L; ++l) { plan.bwd_g[l] = off; off += chain_level_bytes(l); }
   }
-  for (int l = 1; l < plan.L; ++l) { plan.bwd_dx[l] = off; off += level_bytes(l); }
+  for (int l = 1; l < plan.L; ++l) { plan.bwd_dx[l] = off; off += chain_level_bytes(l); }
   // Partials: [C][splits][kk + 1 + 4kk] for the base kernel (slot 1), [C][splits][4kk] per level.
   plan.bwd_part[1] = off;
   off += align_up(size_t(plan.C) * plan.bwd_base.splits * (5 * kk + 1) * 4, kWorkspaceAlign);
@@ -618,7 +619,8 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p) {
 }
 
 // HBM bytes one forward / one backward moves (docs/wtconv.md, "Bytes moved per step"): every
-// activation read or written once, the LL chains and residuals (float) written and read once, the gradient partials written and read once; halo
+// activation read or written once, the LL chains (float; the backward's level 1 in the activation
+// type) and residuals written and read once, the gradient partials written and read once; halo
 // re-reads (served mostly by L2) not counted.
 inline void plan_io_bytes(const WtconvPlan& plan, size_t e, uint64_t* forward, uint64_t* backward) {
   const uint64_t planes = uint64_t(plan.B * plan.C);
@@ -633,9 +635,10 @@ inline void plan_io_bytes(const WtconvPlan& plan, size_t e, uint64_t* forward, u
   const bool fused = plan.fwd_fused_smem > 0, bfused = plan.bwd_fused_smem > 0;
   if (L >= 2) {
     if (!fused) fwd += 4 * n(1);  // the base kernel reads R_1
-    if (!bfused) bwd += 4 * n(1);  // the base kernel reads dX_1
+    if (!bfused) bwd += e * n(1);  // the base kernel reads dX_1
     if (!plan.fwd_level2_direct) fwd += N * e + 4 * chain;  // cascade of x
-    if (!plan.bwd_level2_direct) bwd += (N + No) * e + 2 * 4 * chain;  // cascades of x and dy
+    // cascades of x and dy (level 1 in e bytes, deeper in 4)
+    if (!plan.bwd_level2_direct) bwd += (N + No) * e + 2 * (e * n(1) + 4 * (chain - n(1)));
   }
   for (int l = 2; l <= L; ++l) {
     // Level 2 reads X_1 (or x) and writes R_1; the backward reads X_1 and G_1 (or x and dy) and
@@ -643,7 +646,7 @@ inline void plan_io_bytes(const WtconvPlan& plan, size_t e, uint64_t* forward, u
     const bool fd = plan.level_reads_activations(l, false), bd = plan.level_reads_activations(l, true);
     if (!fused) fwd += (fd ? N * e : 4 * n(l - 1)) + 4 * n(l - 1) + (l < L ? 4 * n(l) : 0);
     if (!bfused)
-      bwd += (bd ? 2 * N * e : 4 * 2 * n(l - 1)) + 4 * n(l - 1) + (l < L ? 4 * n(l) : 0);
+      bwd += (bd ? 2 * N * e : (l == 2 ? e : 4) * 2 * n(l - 1)) + (l == 2 ? e : 4) * n(l - 1) + (l < L ? 4 * n(l) : 0);
   }
   const int kk = plan.k * plan.k;
   uint64_t partials = uint64_t(plan.C) * plan.bwd_base.splits * (5 * kk + 1);
