@@ -438,7 +438,7 @@ TEST(WtconvPlan, RandomProblemsWorkspaceRegionsAreAlignedAndDisjoint) {
       if (!plan.fwd_level2_direct) fwd.push_back({plan.fwd_x[l], grid(l, 4)});
       fwd.push_back({plan.fwd_r[l], grid(l, 4)});
       const size_t chain = l == 1 ? plan.chain_bytes : 4;
-      if (!plan.bwd_level2_direct) {
+      if (!plan.bwd_level2_direct || l >= 2) {  // X_1 and G_1 are not stored when level 2 reads x, dy
         bwd.push_back({plan.bwd_x[l], grid(l, chain)});
         bwd.push_back({plan.bwd_g[l], grid(l, chain)});
       }
@@ -453,9 +453,25 @@ TEST(WtconvPlan, RandomProblemsWorkspaceRegionsAreAlignedAndDisjoint) {
   }
 }
 
-TEST(WtconvPlan, LevelTwoReadsTheActivationsOnlyWhenL2) {
+TEST(WtconvPlan, LevelTwoReadsTheActivations) {
   // L == 2: no stored X_1 (forward) and, at stride 1, no X_1 or G_1 (backward); the workspace
-  // shrinks by exactly those chains. L == 1 and L >= 3 keep the cascades.
+  // shrinks by exactly those chains. The forward at L >= 3 keeps its cascade; the 16-bit backward
+  // at L >= 3 and stride 1 reads x and dy in level 2 too, its cascades storing levels 2.. alone,
+  // while the fp32 backward keeps X_1 and G_1 (stored in float, they round nothing).
+  for (int levels = 3; levels <= 5; ++levels)
+    for (Precision prec : {Precision::kFP32, Precision::kFP16, Precision::kBF16}) {
+      WtconvProblem p;
+      p.batch = 3; p.channels = 5; p.height = 37; p.width = 52; p.kernel_size = 5; p.levels = levels;
+      p.stride = 1; p.precision = prec;
+      const WtconvPlan plan = make_wtconv_plan(p);
+      SCOPED_TRACE(describe(p));
+      EXPECT_FALSE(plan.fwd_level2_direct);
+      EXPECT_EQ(plan.bwd_level2_direct, prec != Precision::kFP32);
+      if (prec == Precision::kFP32) continue;
+      EXPECT_EQ(plan.bwd_x[2], 0u);  // the first chain region holds X_2
+      p.stride = 2;
+      EXPECT_FALSE(make_wtconv_plan(p).bwd_level2_direct);  // a strided dy keeps both cascades
+    }
   for (int levels = 1; levels <= 4; ++levels)
     for (int stride = 1; stride <= 3; ++stride) {
       WtconvProblem p;
@@ -464,7 +480,7 @@ TEST(WtconvPlan, LevelTwoReadsTheActivationsOnlyWhenL2) {
       const WtconvPlan plan = make_wtconv_plan(p);
       SCOPED_TRACE(describe(p));
       EXPECT_EQ(plan.fwd_level2_direct, levels == 2);
-      EXPECT_EQ(plan.bwd_level2_direct, levels == 2 && stride == 1);
+      EXPECT_EQ(plan.bwd_level2_direct, levels >= 2 && stride == 1);  // fp16
       if (levels != 2) continue;
       const size_t x1 = align_up(size_t(3 * 5 * plan.hl[1] * plan.wl[1]) * 4, kWorkspaceAlign);
       const size_t x1e = align_up(size_t(3 * 5 * plan.hl[1] * plan.wl[1]) * 2, kWorkspaceAlign);

@@ -219,15 +219,15 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
       mbarrier_wait(bar, parity);
       if constexpr (kCopy) {
         // Y_1, G_1 over the inner region (from block r / 2 on) and its pixels as floats, Y_2 and
-        // G_2 (X_1, G_1's LL rounded through T, as the level kernel forms them). The x box sits in
+        // G_2 (X_1, G_1's LL in float, as the level kernel forms them). The x box sits in
         // G_1's region: the dy pass writes G_1 only after the barrier.
         const T* xbox = reinterpret_cast<const T*>(sbase + fl.xbox);
         const T* dbox = reinterpret_cast<const T*>(sbase + fl.dbox);
-        haar2_pass_from_tile<T, true, T, kFixed>(xbox, fl.box_pitch, 0, true, xs, fl.box_rows, pw, ys, eh, ew,
+        haar2_pass_from_tile<T, true, float, kFixed>(xbox, fl.box_pitch, 0, true, xs, fl.box_rows, pw, ys, eh, ew,
                                                    r / 2, y2s, eh2, ew2, np, fplane, frow);
         __syncthreads();
         mbarrier_wait(bar + 1, parity);
-        haar2_pass_from_tile<T, true, T, kFixed>(dbox, fl.box_pitch, 0, true, ds, fl.box_rows, pw, gs, eh, ew,
+        haar2_pass_from_tile<T, true, float, kFixed>(dbox, fl.box_pitch, 0, true, ds, fl.box_rows, pw, gs, eh, ew,
                                                    r / 2, g2s, eh2, ew2, np, fplane, frow);
       } else if constexpr (kFuse2) {  // Y_1, G_1 over the inner region (from block r / 2 on), Y_2 and G_2
         haar2_pass_from_tile<float, true, float, kFixed>(xs, pw, 0, false, xs, ph, pw, ys, eh, ew, r / 2, y2s,

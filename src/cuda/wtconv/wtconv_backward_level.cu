@@ -4,8 +4,8 @@
 //   C_l[s](i,j) = sum_q Y_l[s](q + i - r, ...) * G_l[s](q)   (dW_l = s_l * C_l, ds_l = sum W_l * C_l),
 // the correlation as per-block partial sums (fixed order, no atomics) reduced later.
 // HBM: reads X_{l-1}, G_{l-1}[LL], dX_l; writes dX_{l-1} and C x splits x 4kk partials. With
-// kDirect (level 2 when L == 2 at stride 1, plan.bwd_level2_direct) it reads x and dy instead and
-// forms X_1 and G_1 on chip.
+// kDirect (level 2 at stride 1 when L == 2 or the activations are 16-bit, plan.bwd_level2_direct)
+// it reads x and dy instead and forms X_1 and G_1 on chip, in float.
 #include <type_traits>
 
 #include "wtconv_kernels.cuh"
@@ -68,8 +68,8 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
             np * eh * int(a.d.row2.divisor),
             [&](int e) {
               const PairPos v = level_pair(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, a.H, a.W);
-              return Pairs{load_block_pair_ll<Tc>(a.xin, v.off, v.qy, v.qx, v.in, a.H, a.W),
-                           load_block_pair_ll<Tc>(a.gin, v.off, v.qy, v.qx, v.in, a.H, a.W)};
+              return Pairs{load_block_pair_ll<float>(a.xin, v.off, v.qy, v.qx, v.in, a.H, a.W),
+                           load_block_pair_ll<float>(a.gin, v.off, v.qy, v.qx, v.in, a.H, a.W)};
             },
             [&](int e, const Pairs& v) {
               const Pos3 q = split3(e, a.d.plane2, a.d.row2);
@@ -96,8 +96,8 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
         [&](int e) {
           if constexpr (kDirect) {
             const LevelBlock blk = block(e, a.H, a.W);
-            return Blocks{load_block_ll<Tc>(a.xin, blk, a.H, a.W, a.vec4),
-                          load_block_ll<Tc>(a.gin, blk, a.H, a.W, a.vec4)};
+            return Blocks{load_block_ll<float>(a.xin, blk, a.H, a.W, a.vec4),
+                          load_block_ll<float>(a.gin, blk, a.H, a.W, a.vec4)};
           } else {
             const LevelBlock blk = block(e, a.hin, a.win);
             return Blocks{load_block(a.xin, blk, a.hin, a.win), load_block(a.gin, blk, a.hin, a.win)};

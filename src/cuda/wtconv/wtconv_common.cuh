@@ -1185,8 +1185,9 @@ __device__ __forceinline__ float4 load_block(const T* grid, const LevelBlock& bl
 // The same block of X_1 = LL(x) read from the activation plane instead of a stored chain (plan:
 // level2_reads_activations): blk from level_block with the plane size H x W of x, so blk.off is
 // x's plane offset and blk.y, blk.x the X_1 position. Each value is formed from its 2x2 pixels
-// (zero outside x) with the cascade's formula and order and rounded through Tchain, the type the
-// cascade stores level 1 in, so it equals the stored chain's value bit for bit. vec: W % 4 == 0
+// (zero outside x) with the cascade's formula and order and rounded through Tchain, so it equals
+// a chain stored in Tchain bit for bit (every caller passes float: the forward's chains are float,
+// and the backward's level 2 reads x and dy so as not to round X_1 to 16 bits). vec: W % 4 == 0
 // and a 4-element-aligned base, so the four pixel columns 2 blk.x .. + 3 are one aligned load.
 template <typename Tchain, typename T>
 __device__ __forceinline__ float4 load_block_ll(const T* act, const LevelBlock& blk, int H, int W, bool vec) {

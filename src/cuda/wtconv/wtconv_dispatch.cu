@@ -3,7 +3,8 @@
 // Backward: LL-chain cascades of x and of dy, levels L..2, base + level 1, parameter reduction.
 // With L == 2 the base kernels may compute level 2 themselves (plan.h: fwd_fused_smem,
 // bwd_fused_smem) and the level kernels are skipped.
-// With L == 2 (the backward: and stride 1) level 2 reads the activations and no cascade runs
+// With L == 2 (the backward: and stride 1) level 2 reads the activations and no cascade runs; so
+// does the 16-bit backward's level 2 at every L (stride 1), whose cascades then start at level 2
 // (plan.h: level2_reads_activations).
 #include <string>
 
@@ -67,16 +68,17 @@ Status ll_chain_x(const WtconvPlan& plan, const T* x, void* ws, const size_t* of
   return ll_chain_deeper(plan, c.m, ws, offsets, stream);
 }
 
-// The backward's chains of x (stride 1) and dy (the strided grid), level 1 stored as T, deeper
-// levels as float; their first launches are one when both take the kPlane path
-// (launch_haar_cascade_pair).
+// The backward's chains of x (stride 1) and dy (the strided grid), level 1 stored as T (not at all
+// when level 2 reads x and dy), deeper levels as float; their first launches are one when both
+// take the kPlane path (launch_haar_cascade_pair).
 template <typename T>
 Status ll_chains_x_dy(const WtconvPlan& plan, const T* x, const T* dy, void* ws, cudaStream_t stream) {
   if (plan.L < 2) return Status::Ok();
   const ChainLevels cx = chain_levels(plan, 0, ws, plan.bwd_x), cg = chain_levels(plan, 0, ws, plan.bwd_g);
   const int64_t ph = plan.stride == 1 ? plan.H : plan.Ho, pw = plan.stride == 1 ? plan.W : plan.Wo;
-  const CascadeInput<T, T> a{x, 1, plan.H, plan.W, ws_at<T>(ws, plan.bwd_x[1]), cx.deeper};
-  const CascadeInput<T, T> b{dy, plan.stride, ph, pw, ws_at<T>(ws, plan.bwd_g[1]), cg.deeper};
+  const bool first = !plan.bwd_level2_direct;  // level 1 stored (else the cascades write levels 2..)
+  const CascadeInput<T, T> a{x, 1, plan.H, plan.W, first ? ws_at<T>(ws, plan.bwd_x[1]) : nullptr, cx.deeper};
+  const CascadeInput<T, T> b{dy, plan.stride, ph, pw, first ? ws_at<T>(ws, plan.bwd_g[1]) : nullptr, cg.deeper};
   const cudaError_t e =
       launch_haar_cascade_pair<T, T>(a, b, plan.B * plan.C, plan.H, plan.W, cx.m, cx.ho, cx.wo, stream);
   if (e != cudaSuccess) return cuda_status(e, "wtconv haar cascade launch");
@@ -163,7 +165,7 @@ template <typename T>
 Status backward_typed(const WtconvPlan& plan, const T* dy, const T* x, const WtconvParams& prm, T* dx,
                       const WtconvParamGrads& grads, void* ws, cudaStream_t stream) {
   Status st;
-  if (!plan.bwd_level2_direct) {
+  if (!plan.bwd_level2_direct || plan.L >= 3) {
     st = ll_chains_x_dy<T>(plan, x, dy, ws, stream);
     if (!st.ok()) return st;
   }

@@ -20,7 +20,7 @@ struct CascadeGeom {
   // grid: what the next level's Haar blocks read there), instead of the whole tile with a bounds
   // test per element (haar_cascade_planes).
   FastDivmod lvl_plane[5], lvl_row[5];   // per level: even(hout) * even(wout), even(wout) (last: exact)
-  Tfirst* first;   // out level a+1
+  Tfirst* first;   // out level a+1, or null: computed for the deeper levels, not stored
   float* deeper[4];  // levels a+2..a+levels
   int hout[5], wout[5];
 };
@@ -40,7 +40,7 @@ __device__ __forceinline__ void haar_cascade_planes(const Tin* __restrict__ in, 
   int ls = g.lt - 1;                         // level-1 side 1 << ls in buf0
   {
     const int hout = g.hout[0], wout = g.wout[0];
-    Tfirst* out = g.first + plane0 * hout * wout;
+    Tfirst* out = g.first != nullptr ? g.first + plane0 * hout * wout : nullptr;
     for (int e = threadIdx.x; e < np * int(g.lvl_plane[0].divisor); e += blockDim.x) {
       uint32_t p, rem, yy, xx;
       g.lvl_plane[0].divmod(uint32_t(e), p, rem);
@@ -55,7 +55,7 @@ __device__ __forceinline__ void haar_cascade_planes(const Tin* __restrict__ in, 
         const float c = down ? to_float(s[win]) : 0.f;
         const float d = right && down ? to_float(s[win + 1]) : 0.f;
         ll = haar_ll(a, b, c, d);
-        out[int(p) * hout * wout + int(yy) * wout + int(xx)] = from_float<Tfirst>(ll);
+        if (out != nullptr) out[int(p) * hout * wout + int(yy) * wout + int(xx)] = from_float<Tfirst>(ll);
       }
       if (g.levels > 1) buf0[(p << (2 * ls)) + (yy << ls) + xx] = ll;
     }
@@ -155,7 +155,9 @@ __device__ __forceinline__ void haar_cascade_block(const Tin* __restrict__ in, c
       const int y = oy + yy, x = ox + xx;
       if (plane < g.planes && y < g.hout[j] && x < g.wout[j]) {
         const int64_t at = plane * g.hout[j] * g.wout[j] + int64_t(y) * g.wout[j] + x;
-        if (j == 0) g.first[at] = from_float<Tfirst>(ll);
+        if (j == 0) {
+          if (g.first != nullptr) g.first[at] = from_float<Tfirst>(ll);
+        }
         else g.deeper[j - 1][at] = ll;
       }
     }

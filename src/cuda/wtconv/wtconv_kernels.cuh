@@ -110,7 +110,7 @@ cudaError_t launch_forward_base(const FwdBaseArgs<T>& a, size_t smem, cudaStream
 // three quarter-size planes per input plane, the training step's largest temporaries) in the
 // activation type, and deeper levels in float, whose small grids make few-term gradient sums.
 // With `direct` (level 2, plan.bwd_level2_direct: stride 1) xin and gin are the activations x and
-// dy (H x W) and X_1, G_1 are formed on chip, rounded to Tc as the cascade would store them.
+// dy (H x W) and X_1, G_1 are formed on chip in float, never rounded to 16 bits (plan.h says why).
 template <typename Tc>
 struct BwdLevelArgs {
   const Tc* xin;      // X_{l-1} (or x)

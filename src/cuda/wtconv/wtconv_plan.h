@@ -60,8 +60,8 @@ struct WtconvPlan {
   size_t bwd_x[kWtconvMaxLevels + 1] = {}, bwd_g[kWtconvMaxLevels + 1] = {},
          bwd_dx[kWtconvMaxLevels + 1] = {}, bwd_part[kWtconvMaxLevels + 1] = {}, bwd_bytes = 0;
   // Level 2 reads the activations (x; the backward also dy) and forms X_1 = LL(x) (G_1 = LL(D))
-  // on chip instead of reading a stored chain; no cascade runs and X_1 (G_1) has no workspace
-  // (level2_reads_activations).
+  // on chip instead of reading a stored chain; X_1 (G_1) has no workspace, and no cascade runs
+  // unless L >= 3 (level2_reads_activations).
   bool fwd_level2_direct = false, bwd_level2_direct = false;
   // Whether the forward (backward) kernel of level l >= 2 reads the activations.
   bool level_reads_activations(int l, bool backward) const {
@@ -545,9 +545,15 @@ inline WtconvTile pick_bwd_base_tile(int64_t B, int64_t C, int64_t h1, int64_t w
 // X_1 on chip (its halo, four times larger in pixels, is re-read mostly from L2). With L >= 3 a
 // cascade must read x anyway for X_2.., and X_1 is then the cheaper input of level 2. The
 // backward does the same for G_1 = LL(D) when D is dy itself (stride 1); a strided dy keeps
-// both cascades.
-inline bool level2_reads_activations(int levels, int stride, bool backward) {
-  return levels == 2 && (!backward || stride == 1);
+// both cascades. With 16-bit activations (esize 2) the backward's level 2 reads x and dy at every
+// L >= 2 (stride 1), and its cascades write X_2.. and G_2.. alone: a stored X_1 and G_1 would be
+// rounded to 16 bits, a 2^-9 error (bf16) in every level >= 2 gradient term that gradient sums
+// with cancellation (small grids, few planes) lifted above 1e-2 relative error, and storing them
+// in float instead raised the step's peak memory above the official fused module's
+// (docs/wtconv.md, note 56). Read from x and dy they are formed in float, and need no workspace.
+inline bool level2_reads_activations(int levels, int stride, bool backward, int esize = 4) {
+  if (!backward) return levels == 2;
+  return stride == 1 && (levels == 2 || (levels > 2 && esize == 2));
 }
 
 // Splits of level l's gradient partials: the level kernel's, or for level 2 of a backward that may
@@ -586,7 +592,7 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p) {
                                        fwd_base_blocks_per_sm(plan.k));
   plan.bwd_fused_smem = bwd_fused_smem(plan.bwd_base, plan.L, plan.W, plan.k, plan.stride, int(plan.chain_bytes));
   plan.fwd_level2_direct = level2_reads_activations(plan.L, plan.stride, false);
-  plan.bwd_level2_direct = level2_reads_activations(plan.L, plan.stride, true);
+  plan.bwd_level2_direct = level2_reads_activations(plan.L, plan.stride, true, int(plan.chain_bytes));
   for (int l = 2; l <= plan.L; ++l) {
     // Level 2 reading the activations stages 4x its tile in pixels: larger tiles, less halo.
     const bool fd = plan.level_reads_activations(l, false), bd = plan.level_reads_activations(l, true);
@@ -602,10 +608,10 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p) {
 
   off = 0;
   auto chain_level_bytes = [&](int l) { return level_bytes(l, l == 1 ? plan.chain_bytes : 4); };
-  if (!plan.bwd_level2_direct) {
-    for (int l = 1; l < plan.L; ++l) { plan.bwd_x[l] = off; off += chain_level_bytes(l); }
-    for (int l = 1; l < plan.L; ++l) { plan.bwd_g[l] = off; off += chain_level_bytes(l); }
-  }
+  // The cascades' levels: from 2 when level 2 reads x and dy (then none at L == 2).
+  const int first_chain = plan.bwd_level2_direct ? 2 : 1;
+  for (int l = first_chain; l < plan.L; ++l) { plan.bwd_x[l] = off; off += chain_level_bytes(l); }
+  for (int l = first_chain; l < plan.L; ++l) { plan.bwd_g[l] = off; off += chain_level_bytes(l); }
   for (int l = 1; l < plan.L; ++l) { plan.bwd_dx[l] = off; off += chain_level_bytes(l); }
   // Partials: [C][splits][kk + 1 + 4kk] for the base kernel (slot 1), [C][splits][4kk] per level.
   plan.bwd_part[1] = off;
@@ -637,8 +643,9 @@ inline void plan_io_bytes(const WtconvPlan& plan, size_t e, uint64_t* forward, u
     if (!fused) fwd += 4 * n(1);  // the base kernel reads R_1
     if (!bfused) bwd += e * n(1);  // the base kernel reads dX_1
     if (!plan.fwd_level2_direct) fwd += N * e + 4 * chain;  // cascade of x
-    // cascades of x and dy (level 1 in e bytes, deeper in 4)
-    if (!plan.bwd_level2_direct) bwd += (N + No) * e + 2 * (e * n(1) + 4 * (chain - n(1)));
+    // cascades of x and dy (level 1 in e bytes unless level 2 reads x and dy, deeper in 4)
+    if (!plan.bwd_level2_direct || L >= 3)
+      bwd += (N + No) * e + 2 * ((plan.bwd_level2_direct ? 0 : e * n(1)) + 4 * (chain - n(1)));
   }
   for (int l = 2; l <= L; ++l) {
     // Level 2 reads X_1 (or x) and writes R_1; the backward reads X_1 and G_1 (or x and dy) and
