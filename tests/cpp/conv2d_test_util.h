@@ -1,6 +1,7 @@
 // Helpers shared by the conv2d tests: random problems, random data, error metrics.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -51,6 +52,47 @@ inline Conv2dConfig random_config(std::mt19937_64& rng, Layout layout, int max_h
   pb.pad_w = pick(0, 3);
   pb.h = std::max<int64_t>(pick(1, max_hw), pb.r - 2 * pb.pad_h);
   pb.w = std::max<int64_t>(pick(1, max_hw), pb.s - 2 * pb.pad_w);
+  return cfg;
+}
+
+// A random problem for the fuzz tests, beyond random_config's ranges, from families that reach
+// every tile class: stems (C = 1-4, kernels up to 11 x 11), deep layers (C and K in the hundreds,
+// 1 x 1 and 3 x 3, few output pixels: split-K) and general shapes with asymmetric kernels; strides
+// up to 4 and paddings up to the kernel size minus one; either layout and any algorithm. The batch
+// (then K) is halved until the problem has at most max_macs multiply-adds, which bounds the FP64
+// reference's time.
+inline Conv2dConfig fuzz_config(std::mt19937_64& rng, double max_macs) {
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  const Conv2dAlgo algos[] = {Conv2dAlgo::kAuto, Conv2dAlgo::kOnChip, Conv2dAlgo::kMaterialized};
+  Conv2dConfig cfg;
+  cfg.layout = pick(0, 1) ? Layout::kNCHW : Layout::kNHWC;
+  cfg.algo = algos[pick(0, 2)];
+  Conv2dProblem& pb = cfg.problem;
+  switch (pick(0, 2)) {
+    case 0:  // stems
+      pb.n = pick(1, 4); pb.c = pick(1, 4); pb.k = pick(4, 96);
+      pb.r = pick(1, 11); pb.s = pick(0, 3) ? pb.r : pick(1, 11);
+      pb.h = pick(8, 120); pb.w = pick(8, 120);
+      break;
+    case 1:  // deep layers
+      pb.n = pick(1, 6); pb.c = pick(48, 512); pb.k = pick(16, 512);
+      pb.r = pb.s = pick(0, 1) ? 1 : 3;
+      pb.h = pick(2, 20); pb.w = pick(2, 20);
+      break;
+    default:  // general
+      pb.n = pick(1, 3); pb.c = pick(1, 100); pb.k = pick(1, 300);
+      pb.r = pick(1, 9); pb.s = pick(1, 9);
+      pb.h = pick(1, 60); pb.w = pick(1, 60);
+      break;
+  }
+  pb.stride_h = pick(1, 4);
+  pb.stride_w = pick(0, 2) ? pb.stride_h : pick(1, 4);
+  pb.pad_h = pick(0, pb.r - 1);
+  pb.pad_w = pick(0, pb.s - 1);
+  pb.h = std::max(pb.h, pb.r - 2 * pb.pad_h);  // at least one output row and column
+  pb.w = std::max(pb.w, pb.s - 2 * pb.pad_w);
+  while (double(pb.y_elements()) * pb.c * pb.r * pb.s > max_macs && (pb.n > 1 || pb.k > 1))
+    (pb.n > 1 ? pb.n : pb.k) /= 2;
   return cfg;
 }
 

@@ -4,6 +4,7 @@
 
 #include "conv2d_test_util.h"
 #include "cpu/im2win_cpu.h"
+#include "fuzz_util.h"
 
 namespace winconv {
 namespace {
@@ -77,6 +78,28 @@ TEST_P(Conv2dCpuRandom, MatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, Conv2dCpuRandom, ::testing::Range(0, 40));
+
+// The GPU fuzz test's problem families (fuzz_config) on the CPU path, outputs poisoned with NaN,
+// against the FP64 reference. WINCONV_FUZZ_CASES and WINCONV_FUZZ_SEED run a longer campaign.
+TEST(Conv2dCpu, FuzzAgainstReference) {
+  const int64_t cases = testing::fuzz_cases(6);
+  const uint64_t seed = testing::fuzz_seed(2026);
+  std::mt19937_64 rng(seed);
+  for (int64_t i = 0; i < cases; ++i) {
+    const Conv2dConfig cfg = testing::fuzz_config(rng, 2e7);
+    const Conv2dProblem& pb = cfg.problem;
+    const auto x = random_vector(size_t(pb.x_elements()), rng);
+    const auto w = random_vector(size_t(pb.w_elements()), rng);
+    std::vector<float> y(size_t(pb.y_elements()), std::numeric_limits<float>::quiet_NaN());
+    std::vector<double> ref(y.size());
+    ASSERT_TRUE(conv2d_reference(cfg, x.data(), w.data(), ref.data()).ok());
+    const Status st = conv2d_forward_cpu(cfg, x.data(), w.data(), y.data(), 2);
+    ASSERT_TRUE(st.ok()) << st.to_string() << " " << testing::describe(cfg);
+    EXPECT_LE(testing::relative_l2(y, ref), 1e-5)
+        << testing::describe(cfg) << " (fuzz case " << i << ", WINCONV_FUZZ_SEED " << seed << ")";
+    if (HasFailure()) break;  // the first failing case is the one to read
+  }
+}
 
 TEST(Conv2dCpu, PoisonedOutputIsDetected) {
   // The metric must fail on a NaN: a test that cannot fail proves nothing.

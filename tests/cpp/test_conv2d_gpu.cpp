@@ -125,49 +125,16 @@ TEST_P(Conv2dGpuRandom, UnpaddedMatchesReference) {
   }
 }
 
-// Random problems beyond random_config's ranges, from families that reach every tile class:
-// stems (C = 1-4, kernels up to 11 x 11, strides up to 4), deep layers (C and K in the hundreds,
-// 1 x 1 and 3 x 3, few output pixels: split-K), and general shapes with asymmetric kernels,
-// strides and paddings up to the kernel size minus one; both layouts and every algorithm, outputs
-// against the FP64 reference and reruns bit for bit. WINCONV_FUZZ_CASES and WINCONV_FUZZ_SEED
-// (gpu_test_util.h) run a longer campaign.
+// Random problems beyond random_config's ranges (fuzz_config, conv2d_test_util.h), both layouts and
+// every algorithm: outputs against the FP64 reference, and reruns bit for bit. WINCONV_FUZZ_CASES
+// and WINCONV_FUZZ_SEED (fuzz_util.h) run a longer campaign.
 TEST(Conv2dGpu, FuzzAgainstReference) {
   WINCONV_REQUIRE_GPU();
   const int64_t cases = testing::fuzz_cases(6);
   const uint64_t seed = testing::fuzz_seed(2026);
   std::mt19937_64 rng(seed);
-  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
   for (int64_t i = 0; i < cases; ++i) {
-    Conv2dConfig cfg;
-    cfg.layout = pick(0, 1) ? Layout::kNCHW : Layout::kNHWC;
-    cfg.algo = kAlgos[pick(0, 2)];
-    Conv2dProblem& pb = cfg.problem;
-    switch (pick(0, 2)) {
-      case 0:  // stems
-        pb.n = pick(1, 4); pb.c = pick(1, 4); pb.k = pick(4, 96);
-        pb.r = pick(1, 11); pb.s = pick(0, 3) ? pb.r : pick(1, 11);
-        pb.h = pick(8, 120); pb.w = pick(8, 120);
-        break;
-      case 1:  // deep layers
-        pb.n = pick(1, 6); pb.c = pick(48, 512); pb.k = pick(16, 512);
-        pb.r = pb.s = pick(0, 1) ? 1 : 3;
-        pb.h = pick(2, 20); pb.w = pick(2, 20);
-        break;
-      default:  // general
-        pb.n = pick(1, 3); pb.c = pick(1, 100); pb.k = pick(1, 300);
-        pb.r = pick(1, 9); pb.s = pick(1, 9);
-        pb.h = pick(1, 60); pb.w = pick(1, 60);
-        break;
-    }
-    pb.stride_h = pick(1, 4);
-    pb.stride_w = pick(0, 2) ? pb.stride_h : pick(1, 4);
-    pb.pad_h = pick(0, pb.r - 1);
-    pb.pad_w = pick(0, pb.s - 1);
-    pb.h = std::max(pb.h, pb.r - 2 * pb.pad_h);  // at least one output row and column
-    pb.w = std::max(pb.w, pb.s - 2 * pb.pad_w);
-    // Keep the FP64 reference to about a second.
-    while (double(pb.y_elements()) * pb.c * pb.r * pb.s > 1.5e8 && (pb.n > 1 || pb.k > 1))
-      (pb.n > 1 ? pb.n : pb.k) /= 2;
+    const Conv2dConfig cfg = testing::fuzz_config(rng, 1.5e8);
     SCOPED_TRACE(::testing::Message() << "fuzz case " << i << " (WINCONV_FUZZ_SEED " << seed << ")");
     expect_matches_reference(cfg, rng);
     if (i % 4 == 0) expect_reruns_bit_identical(cfg, rng);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cpu/wtconv_reference.h"
+#include "fuzz_util.h"
 #include "winconv/wtconv.h"
 
 namespace winconv {
@@ -148,6 +149,31 @@ TEST(WtconvCpu, OracleMatchesLiteralCascade) {
           ASSERT_EQ(y.size(), lit.size());
           EXPECT_LT(max_rel(y, lit), 1e-13) << hw[0] << "x" << hw[1] << " L" << L << " k" << k << " s" << s;
         }
+}
+
+// The oracle's one-pass synthesis against the literal cascade on random problems: planes from 1 x 1
+// to 40 x 40 (odd, even, flat), kernel sizes 1-15, one to eight levels (deeper than the plane
+// halves, down to 1 x 1 grids), strides 1-4. WINCONV_FUZZ_CASES and WINCONV_FUZZ_SEED
+// (fuzz_util.h) run a longer campaign.
+TEST(WtconvCpu, FuzzOracleMatchesLiteralCascade) {
+  const int64_t cases = testing::fuzz_cases(12);
+  const uint64_t seed = testing::fuzz_seed(2026);
+  std::mt19937_64 rng(seed);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int64_t i = 0; i < cases; ++i) {
+    const int H = pick(0, 3) == 0 ? pick(1, 4) : pick(1, 40), W = pick(0, 3) == 0 ? pick(1, 4) : pick(1, 40);
+    const int k = 2 * pick(0, 7) + 1, L = pick(1, 8), s = pick(0, 2) ? 1 : pick(2, 4);
+    const uint32_t mseed = uint32_t(seed * 1000 + i);
+    Model m = make_model(pick(1, 2), pick(1, 2), H, W, k, L, s, mseed, pick(0, 3) != 0);
+    const std::vector<float> x = random_x(m.p, mseed + 1);
+    std::vector<double> y;
+    wtconv_reference_forward(m.p, x.data(), m.params(), &y);
+    const Vec lit = literal_forward(m, Vec(x.begin(), x.end()));
+    ASSERT_EQ(y.size(), lit.size());
+    EXPECT_LT(max_rel(y, lit), 1e-13) << H << "x" << W << " k" << k << " L" << L << " s" << s << " (fuzz case "
+                                      << i << ", WINCONV_FUZZ_SEED " << seed << ")";
+    if (HasFailure()) break;  // the first failing case is the one to read
+  }
 }
 
 // Loss = sum(dy * y); its gradients by central differences of the literal forward.
