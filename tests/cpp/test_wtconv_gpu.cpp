@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "cpu/wtconv_reference.h"
-#include "gpu_test_util.h"
+#include "fuzz_util.h"
 #include "cuda/wtconv/wtconv_plan.h"
 #include "winconv/wtconv.h"
 
@@ -65,14 +65,23 @@ std::vector<double> decode(Precision p, const std::vector<char>& raw) {
   return out;
 }
 
-double rel_l2(const std::vector<double>& got, const std::vector<double>& ref) {
-  double num = 0, den = 0;
+double l2_norm(const std::vector<double>& v) {
+  double s = 0;
+  for (double a : v) s += a * a;
+  return std::sqrt(s);
+}
+// L2 norm of got - ref; infinity if got holds anything non-finite (NaN never passes).
+double l2_error(const std::vector<double>& got, const std::vector<double>& ref) {
+  double s = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
-    if (!std::isfinite(got[i])) return INFINITY;  // NaN never passes
-    num += (got[i] - ref[i]) * (got[i] - ref[i]);
-    den += ref[i] * ref[i];
+    if (!std::isfinite(got[i])) return INFINITY;
+    s += (got[i] - ref[i]) * (got[i] - ref[i]);
   }
-  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  return std::sqrt(s);
+}
+double rel_l2(const std::vector<double>& got, const std::vector<double>& ref) {
+  const double err = l2_error(got, ref), norm = l2_norm(ref);
+  return norm > 0 ? err / norm : err;
 }
 
 // Checks one problem against the float64 oracle and for bit-identical reruns; returns the outputs
@@ -172,17 +181,9 @@ std::vector<std::vector<char>> run_case(int B, int C, int H, int W, int k, int L
     }
     WtconvReferenceGrads ga;
     wtconv_reference_backward(p, ady.data(), ax.data(), aprm, &ga);
-    auto abs_l2 = [](const std::vector<double>& got, const std::vector<double>& ref) {
-      double e = 0;
-      for (size_t i = 0; i < ref.size(); ++i) {
-        if (!std::isfinite(got[i])) return double(INFINITY);  // NaN never passes
-        e += (got[i] - ref[i]) * (got[i] - ref[i]);
-      }
-      return std::sqrt(e);
-    };
-    auto l2 = [](const std::vector<double>& v) { double e = 0; for (double a : v) e += a * a; return std::sqrt(e); };
-    EXPECT_LE(abs_l2(f32(first[3]), g.base_scale), tol * l2(ga.base_scale)) << "ds0 against its terms' size";
-    if (bias) EXPECT_LE(abs_l2(f32(first[4]), g.base_bias), tol * l2(ga.base_bias)) << "db0 against its terms' size";
+    EXPECT_LE(l2_error(f32(first[3]), g.base_scale), tol * l2_norm(ga.base_scale)) << "ds0 against its terms' size";
+    if (bias)
+      EXPECT_LE(l2_error(f32(first[4]), g.base_bias), tol * l2_norm(ga.base_bias)) << "db0 against its terms' size";
   } else {
     EXPECT_LE(rel_l2(f32(first[3]), g.base_scale), tol) << "ds0";
     if (bias) {
@@ -304,7 +305,7 @@ TEST(WtconvGpu, RandomShapes) {
 // 11, case 256: sum dY = -5.5e-4 over terms of total size 1.26e4, where a sequential float sum is
 // 11% off and the kernels were 6%): they are held to the tolerance times the size of their terms
 // (run_case's scalar_sums_by_magnitude). WINCONV_FUZZ_CASES and WINCONV_FUZZ_SEED
-// (gpu_test_util.h) run a longer campaign.
+// (fuzz_util.h) run a longer campaign.
 TEST(WtconvGpu, FuzzAgainstOracle) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
   const int64_t cases = winconv::testing::fuzz_cases(6);
