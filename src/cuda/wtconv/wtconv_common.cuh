@@ -1220,6 +1220,32 @@ __device__ __forceinline__ float4 load_block_ll(const T* act, const LevelBlock& 
   return v;
 }
 
+// The same block of G_1 = LL(D) when D is a strided dy spread onto x's H x W grid: pixel (y, x) of
+// D is dy[y / s][x / s] where s divides both, else zero (the oracle's D). blk: from level_block with
+// dy's plane size Ho x Wo, so blk.off is dy's plane offset. Scalar loads (s > 1 only).
+template <typename T>
+__device__ __forceinline__ float4 load_block_ll_strided(const T* dy, const LevelBlock& blk, int H, int W, int Wo,
+                                                        int s) {
+  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+  const int y = 2 * blk.y, x = 2 * blk.x;
+  if (!blk.in || y >= H || x >= W) return v;
+  float p[4][4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int yy = y + i, xx = x + j;
+      p[i][j] = yy < H && xx < W && yy % s == 0 && xx % s == 0
+                    ? to_float(dy[blk.off + int64_t(yy / s) * Wo + xx / s])
+                    : 0.f;
+    }
+  v.x = haar_ll(p[0][0], p[0][1], p[1][0], p[1][1]);
+  v.y = haar_ll(p[0][2], p[0][3], p[1][2], p[1][3]);
+  v.z = haar_ll(p[2][0], p[2][1], p[3][0], p[3][1]);
+  v.w = haar_ll(p[2][2], p[2][3], p[3][2], p[3][3]);
+  return v;
+}
+
 // Two horizontally adjacent blocks of X_1 = LL(x) (level-2 coefficients (qy, qx) and (qy, qx + 1)
 // of the plane at `off`, qx even), from 16-bit activations with one 16-byte load per pixel row:
 // the bytes per load of fp32's 4-pixel loads, at half the load instructions, so twice the bytes

@@ -97,6 +97,7 @@ Status backward_level(const WtconvPlan& plan, int l, const WtconvParams& prm, co
   a.xin = a.direct ? x : ws_at<Tc>(ws, plan.bwd_x[l - 1]);
   a.gin = a.direct ? dy : ws_at<Tc>(ws, plan.bwd_g[l - 1]);
   a.H = int(plan.H); a.W = int(plan.W);
+  a.Ho = int(plan.Ho); a.Wo = int(plan.Wo); a.stride = plan.stride;
   a.dxin = l == plan.L ? nullptr : ws_at<float>(ws, plan.bwd_dx[l]);
   a.dxout = ws_at<Tc>(ws, plan.bwd_dx[l - 1]);
   a.weight = prm.level_weight[l - 1];

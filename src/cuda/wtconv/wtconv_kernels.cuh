@@ -125,6 +125,7 @@ struct BwdLevelArgs {
   LevelDivisors d;  // set by the launcher
   bool direct = false;
   int H = 0, W = 0;
+  int Ho = 0, Wo = 0, stride = 1;  // direct: dy's grid and the stride that spreads it onto x's
   bool vec4 = false;  // direct: W % 4 == 0 and x, dy 4-element aligned (set by the launcher)
   bool pairs = false;  // direct, 16-bit: stage block pairs with 16-byte loads (launcher: pair_staging)
   bool plane_tile = false;  // one tile per plane, not pairs: the kPlane instance (launcher: level_plane_tile)

@@ -553,7 +553,8 @@ inline WtconvTile pick_bwd_base_tile(int64_t B, int64_t C, int64_t h1, int64_t w
 // (docs/wtconv.md, note 56). Read from x and dy they are formed in float, and need no workspace.
 inline bool level2_reads_activations(int levels, int stride, bool backward, int esize = 4) {
   if (!backward) return levels == 2;
-  return stride == 1 && (levels == 2 || (levels > 2 && esize == 2));
+  // 16-bit at any stride: a strided dy is read on its own grid, spread onto x's (zeros between).
+  return (levels == 2 && stride == 1) || (levels >= 2 && esize == 2);
 }
 
 // Splits of level l's gradient partials: the level kernel's, or for level 2 of a backward that may
@@ -653,7 +654,7 @@ inline void plan_io_bytes(const WtconvPlan& plan, size_t e, uint64_t* forward, u
     const bool fd = plan.level_reads_activations(l, false), bd = plan.level_reads_activations(l, true);
     if (!fused) fwd += (fd ? N * e : 4 * n(l - 1)) + 4 * n(l - 1) + (l < L ? 4 * n(l) : 0);
     if (!bfused)
-      bwd += (bd ? 2 * N * e : (l == 2 ? e : 4) * 2 * n(l - 1)) + (l == 2 ? e : 4) * n(l - 1) + (l < L ? 4 * n(l) : 0);
+      bwd += (bd ? (N + No) * e : (l == 2 ? e : 4) * 2 * n(l - 1)) + (l == 2 ? e : 4) * n(l - 1) + (l < L ? 4 * n(l) : 0);
   }
   const int kk = plan.k * plan.k;
   uint64_t partials = uint64_t(plan.C) * plan.bwd_base.splits * (5 * kk + 1);
