@@ -13,9 +13,9 @@
 namespace winconv {
 namespace wtconv_detail {
 
-__device__ __forceinline__ float to_float(float v) { return v; }
-__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+__host__ __device__ __forceinline__ float to_float(float v) { return v; }
+__host__ __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__host__ __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
 template <typename T> __device__ __forceinline__ T from_float(float v);
 template <> __device__ __forceinline__ float from_float<float>(float v) { return v; }
 template <> __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
@@ -34,7 +34,7 @@ __device__ __forceinline__ void haar4(float a, float b, float c, float d, float 
 // The raw LL value of the 2x2 block [a b; c d], as haar_cascade_kernel stores it. The level-2
 // kernels that read the activations form X_1 with this same function, so their X_1 equals the
 // stored chain bit for bit.
-__device__ __forceinline__ float haar_ll(float a, float b, float c, float d) { return 0.5f * ((a + b) + (c + d)); }
+__host__ __device__ __forceinline__ float haar_ll(float a, float b, float c, float d) { return 0.5f * ((a + b) + (c + d)); }
 // The same, rounded through the chain's type Tchain, as the cascade stores it.
 template <typename Tchain>
 __device__ __forceinline__ float chain_ll(float a, float b, float c, float d) {
@@ -1222,23 +1222,31 @@ __device__ __forceinline__ float4 load_block_ll(const T* act, const LevelBlock& 
 
 // The same block of G_1 = LL(D) when D is a strided dy spread onto x's H x W grid: pixel (y, x) of
 // D is dy[y / s][x / s] where s divides both, else zero (the oracle's D). blk: from level_block with
-// dy's plane size Ho x Wo, so blk.off is dy's plane offset. Scalar loads (s > 1 only).
+// dy's plane size Ho x Wo, so blk.off is dy's plane offset. s > 1 only. One division per axis: the
+// 4 x 4 pixels span at most two multiples of s per axis, found from the first pixel's remainder
+// (a runtime % and / per pixel cost the level kernel up to 10%, docs/wtconv.md note 58).
 template <typename T>
-__device__ __forceinline__ float4 load_block_ll_strided(const T* dy, const LevelBlock& blk, int H, int W, int Wo,
-                                                        int s) {
+__host__ __device__ __forceinline__ float4 load_block_ll_strided(const T* dy, const LevelBlock& blk, int H, int W,
+                                                                 int Wo, int s) {
   float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
   const int y = 2 * blk.y, x = 2 * blk.x;
   if (!blk.in || y >= H || x >= W) return v;
+  const int qy = y / s, ry = y - qy * s, qx = x / s, rx = x - qx * s;
   float p[4][4];
 #pragma unroll
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < 4; ++i) {
+    // y + i is a multiple of s when ry + i is 0 or s: ry + i < 2 s, since ry < s and i <= 3, and
+    // at s = 2 ry = 0 (y is a multiple of 4).
+    const int ty = ry + i;
+    const bool row = y + i < H && (ty == 0 || ty == s);
+    const int64_t src = blk.off + int64_t(qy + (ty >= s)) * Wo;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const int yy = y + i, xx = x + j;
-      p[i][j] = yy < H && xx < W && yy % s == 0 && xx % s == 0
-                    ? to_float(dy[blk.off + int64_t(yy / s) * Wo + xx / s])
-                    : 0.f;
+      const int tx = rx + j;
+      const bool col = x + j < W && (tx == 0 || tx == s);
+      p[i][j] = row && col ? to_float(dy[src + qx + (tx >= s)]) : 0.f;
     }
+  }
   v.x = haar_ll(p[0][0], p[0][1], p[1][0], p[1][1]);
   v.y = haar_ll(p[0][2], p[0][3], p[1][2], p[1][3]);
   v.z = haar_ll(p[2][0], p[2][1], p[3][0], p[3][1]);
