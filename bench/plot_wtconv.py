@@ -71,6 +71,34 @@ def _rounds_note(env) -> str:
             " implementations in turn)")
 
 
+def _floor_lines(env, table, n: int, fwd_flops: int) -> list:
+    """The training step against its floor: the larger of bytes over the measured copy bandwidth
+    and FLOPs over the FP32 rate (the kernels accumulate in FP32 on CUDA cores in every dtype)."""
+    rate = env.get("fp32_TFLOPS")
+    if not rate:
+        return ["", f"No FP32 rate recorded ({env.get('fp32_rate_source', 'older results')}): no FLOP floor."]
+    train_flops = 3 * fwd_flops
+    lines = [
+        "",
+        f"FP32 rate {rate:.1f} TFLOPS ({env.get('fp32_rate_source', '')}). Training step floor = max(bytes / "
+        f"{env['copy_GBps']:.0f} GB/s, {train_flops:.3e} FLOPs / FP32 rate):",
+        "",
+        "| dtype | byte floor ms | FLOP floor ms | floor ms | winconv train ms | winconv / floor |",
+        "|---|---|---|---|---|---|",
+    ]
+    flop_ms = train_flops / (rate * 1e12) * 1e3
+    for dtype in DTYPE_ORDER:
+        ours = table.get((dtype, FLOOR_SHAPE), {}).get("winconv")
+        if not ours:
+            continue
+        byte_ms = 5 * n * ELEMENT_BYTES[dtype] / (env["copy_GBps"] * 1e9) * 1e3
+        floor = max(byte_ms, flop_ms)
+        train_ms = _num(ours.get("train_ms"))
+        lines.append(f"| {dtype} | {_cell(byte_ms)} | {_cell(flop_ms)} | {_cell(floor)} | {_cell(train_ms)} | "
+                     f"{_cell(train_ms / floor if train_ms else None, 2)} |")
+    return lines
+
+
 def summary_markdown(rows, env, table) -> str:
     shapes = list(env["shapes"])
     lines = [
@@ -158,6 +186,7 @@ def summary_markdown(rows, env, table) -> str:
                 f"{_cell(train_ms)} | {_cell(_num(ours.get('train_GBps')), 0)} | {ours.get('bytes_model', '')} | "
                 f"{_cell(3 * fwd_flops / (train_ms * 1e-3) / 1e12 if train_ms else None, 2)} |"
             )
+        lines += _floor_lines(env, table, n, fwd_flops)
 
     errors = [r for r in rows if r.get("error")]
     if errors:

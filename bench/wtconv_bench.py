@@ -377,6 +377,34 @@ def copy_bandwidth_gbps() -> float:
     return 2 * src.numel() * 4 / (ms * 1e-3) / 1e9
 
 
+# FP32 lanes per SM by compute capability (the CUDA C Programming Guide's arithmetic-throughput
+# table): 64 on sm_60/70/75/80, 128 on sm_86/87/89/90 and the Blackwell parts.
+FP32_LANES_PER_SM = {(6, 0): 64, (7, 0): 64, (7, 2): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128, (8, 7): 128,
+                     (8, 9): 128, (9, 0): 128, (10, 0): 128, (10, 3): 128, (12, 0): 128}
+
+
+def fp32_rate_tflops():
+    """The device's FP32 FMA rate at its maximum SM clock (SMs x lanes x 2 FLOPs x clock), the
+    FLOP floor's denominator, and how it was found; (None, reason) when a term is unknown."""
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    lanes = FP32_LANES_PER_SM.get((props.major, props.minor))
+    if lanes is None:
+        return None, f"no FP32 lane count for sm_{props.major}{props.minor}"
+    try:  # the driver API's CU_DEVICE_ATTRIBUTE_CLOCK_RATE (13), in kHz
+        import ctypes
+
+        cuda = ctypes.CDLL("libcuda.so.1")
+        khz, dev = ctypes.c_int(0), ctypes.c_int(0)
+        if (cuda.cuInit(0) != 0 or cuda.cuDeviceGet(ctypes.byref(dev), torch.cuda.current_device()) != 0
+                or cuda.cuDeviceGetAttribute(ctypes.byref(khz), 13, dev) != 0 or khz.value <= 0):
+            return None, "the driver did not report the SM clock"
+    except OSError as e:
+        return None, f"libcuda.so.1 not loaded ({e})"
+    rate = props.multi_processor_count * lanes * 2 * khz.value * 1e3 / 1e12
+    how = f"{props.multi_processor_count} SMs x {lanes} FP32 lanes x 2 x {khz.value / 1e6:.3f} GHz"
+    return rate, how
+
+
 # --------------------------------------------------------------------------------------------
 # Driver
 
@@ -565,6 +593,7 @@ def main(argv=None) -> int:
           f"winconv kernels: {'fused CUDA' if not status else 'pure PyTorch (' + status + ')'}; "
           f"eager binding: {eager_binding}", flush=True)
 
+    fp32_rate = fp32_rate_tflops()
     env = {
         "gpu": torch.cuda.get_device_name(),
         "torch": torch.__version__,
@@ -573,6 +602,8 @@ def main(argv=None) -> int:
         "winconv_kernels": "fused" if not status else "pytorch-fallback",
         "eager_binding": "torch-ops" if not ops_status else "ctypes",
         "copy_GBps": copy_bandwidth_gbps(),
+        "fp32_TFLOPS": fp32_rate[0],
+        "fp32_rate_source": fp32_rate[1],
         "l2_bytes": l2_cache_bytes(),
         "iters": args.iters,
         "eager_rounds": args.eager_rounds,

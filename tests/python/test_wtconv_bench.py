@@ -113,6 +113,18 @@ def test_report_from_a_results_folder(tmp_path):
     assert "commit abc1234" in text
     assert "the lowest of 3 such medians" in text
     assert "| 2.00 |" in text  # official_fused fwd ratio of the first shape: 2.0 / 1.0
+    assert "No FP32 rate recorded" in text  # this env has none
     pytest.importorskip("matplotlib")
     plot_wtconv.write_report(tmp_path)
     assert (tmp_path / "wtconv.png").stat().st_size > 0
+
+
+def test_floor_against_the_fp32_rate():
+    shape = wtconv_bench.Shape("big_L2", 16, 128, 512, 512, 5, 2)
+    env = {"copy_GBps": 4000.0, "fp32_TFLOPS": 66.9, "fp32_rate_source": "test", "shapes": {"big_L2": vars(shape)}}
+    table = {("fp32", "big_L2"): {"winconv": {"train_ms": "5.418"}}}
+    fwd_flops = plot_wtconv.flop_count(vars(shape))
+    n = 16 * 128 * 512 * 512
+    text = "\n".join(plot_wtconv._floor_lines(env, table, n, fwd_flops))
+    flop_ms = 3 * fwd_flops / 66.9e12 * 1e3  # 2.709 ms, above the byte floor 10.7e9 / 4e12 = 2.684 ms
+    assert f"| {flop_ms:.3f} | {flop_ms:.3f} | 5.418 | {5.418 / flop_ms:.2f} |" in text
