@@ -69,10 +69,16 @@ class Shape:
     width: int
     kernel_size: int
     wt_levels: int
+    stride: int = 1  # the output subsamples the stride-1 result: ceil(H / s) x ceil(W / s)
 
     @property
     def elements(self) -> int:
         return self.batch * self.channels * self.height * self.width
+
+    @property
+    def out_dims(self):
+        s = self.stride
+        return (self.batch, self.channels, -(-self.height // s), -(-self.width // s))
 
 
 @dataclass
@@ -103,12 +109,17 @@ def _fmt(value) -> str:
 
 
 def read_shapes(path: Path) -> List[Shape]:
+    """Shapes of a CSV with columns name,B,C,H,W,kernel_size,wt_levels and optionally stride
+    (empty or absent: 1)."""
     lines = [line for line in path.read_text().splitlines() if line.strip() and not line.lstrip().startswith("#")]
     shapes = []
     for row in csv.DictReader(lines):
+        stride = int(row.get("stride") or 1)
+        if stride < 1:
+            raise ValueError(f"{path}: shape {row['name']}: stride must be >= 1, got {stride}")
         shapes.append(
             Shape(row["name"], int(row["B"]), int(row["C"]), int(row["H"]), int(row["W"]),
-                  int(row["kernel_size"]), int(row["wt_levels"]))
+                  int(row["kernel_size"]), int(row["wt_levels"]), stride)
         )
     return shapes
 
@@ -144,7 +155,7 @@ class InputPool:
 def make_winconv(shape: Shape, seed: int) -> nn.Module:
     torch.manual_seed(seed)
     layer = winconv.WTConv2d(shape.channels, shape.channels, kernel_size=shape.kernel_size,
-                             wt_levels=shape.wt_levels)
+                             stride=shape.stride, wt_levels=shape.wt_levels)
     with torch.no_grad():  # scales away from their defaults, as after training
         layer.base_scale.weight.add_(0.5 * torch.randn_like(layer.base_scale.weight))
         for scale in layer.level_scales:
@@ -189,24 +200,24 @@ def official_state_dict(ours: Dict[str, torch.Tensor], target_keys) -> Dict[str,
 def build_impls(args, shape: Shape, dtype: torch.dtype, ours: nn.Module) -> Dict[str, Callable[[], nn.Module]]:
     """Constructors of the requested implementations, all with `ours`'s weights."""
     state = {k: v.detach().clone() for k, v in ours.state_dict().items()}
-    c, k, levels = shape.channels, shape.kernel_size, shape.wt_levels
+    c, k, levels, stride = shape.channels, shape.kernel_size, shape.wt_levels, shape.stride
     impls: Dict[str, Callable[[], nn.Module]] = {}
     if "winconv" in args.impls:
         # Activations in the benchmark dtype, parameters in float32 (what the module is for).
         impls["winconv"] = lambda: ours
     if "depthwise7x7" in args.impls:
-        impls["depthwise7x7"] = lambda: nn.Conv2d(c, c, 7, padding=3, groups=c).cuda().to(dtype)
+        impls["depthwise7x7"] = lambda: nn.Conv2d(c, c, 7, stride=stride, padding=3, groups=c).cuda().to(dtype)
     if "reference" in args.impls and args.wtconv_repo:
         def reference():
             cls = import_class("wtconv.wtconv2d:WTConv2d", args.wtconv_repo)
-            module = cls(c, c, kernel_size=k, wt_levels=levels)
+            module = cls(c, c, kernel_size=k, stride=stride, wt_levels=levels)
             module.load_state_dict(state)
             return module.cuda().to(dtype)
         impls["reference"] = reference
     if "official_fused" in args.impls and args.fused_repo:
         def official():
             cls = import_class(args.fused_class, args.fused_repo)
-            module = cls(c, c, kernel_size=k, stride=1, wt_levels=levels, bias=True)
+            module = cls(c, c, kernel_size=k, stride=stride, wt_levels=levels, bias=True)
             module.load_state_dict(official_state_dict(state, module.state_dict().keys()))
             return module.cuda().to(dtype)
         impls["official_fused"] = official
@@ -241,7 +252,7 @@ class Bench:
         dims = (shape.batch, shape.channels, shape.height, shape.width)
         budget = args.pool_budget_gib * 2**30
         self.x_pool = InputPool(dims, dtype, l2_cache_bytes(), budget)
-        self.gy_pool = InputPool(dims, dtype, l2_cache_bytes(), budget)
+        self.gy_pool = InputPool(shape.out_dims, dtype, l2_cache_bytes(), budget)
         for x in self.x_pool.buffers:
             x.requires_grad_(True)
         self.check_x = self.x_pool.buffers[0]
@@ -331,6 +342,7 @@ class Bench:
 
 
 def float64_reference(ours: nn.Module, x: torch.Tensor, gy: torch.Tensor):
+    stride = ours.stride
     params = (
         ours.base_conv.weight.detach().double(),
         ours.base_conv.bias.detach().double(),
@@ -339,8 +351,8 @@ def float64_reference(ours: nn.Module, x: torch.Tensor, gy: torch.Tensor):
         [s.detach().double() for s in ours.level_scales],
     )
     x64 = x.detach().double()
-    y = functional.wtconv2d_forward(x64, *params)
-    gx = functional.wtconv2d_backward(gy.double(), x64, *params)[0]
+    y = functional.wtconv2d_forward(x64, *params, stride)
+    gx = functional.wtconv2d_backward(gy.double(), x64, *params, stride)[0]
     return y, gx
 
 
@@ -356,17 +368,18 @@ def kernel_bytes(shape: Shape, dtype: torch.dtype):
 
     The native module may report its own per-kernel traffic (`wtconv2d_io_bytes`); otherwise
     this is the floor every implementation must pay: forward reads x and writes y, backward
-    reads x and dY and writes dx (5N elements per training step).
+    reads x and dY and writes dx (5N elements per training step at stride 1; y and dY have
+    N_o = B C ceil(H/s) ceil(W/s) elements).
     """
     native = native_module()
     counter = getattr(native, "wtconv2d_io_bytes", None) if native is not None else None
     if counter is not None:
         fwd, bwd = counter(shape.batch, shape.channels, shape.height, shape.width,
-                           shape.kernel_size, shape.wt_levels, 1, dtype)
+                           shape.kernel_size, shape.wt_levels, shape.stride, dtype)
         return fwd, fwd + bwd, "kernels"
     size = torch.tensor([], dtype=dtype).element_size()
-    n = shape.elements
-    return 2 * n * size, 5 * n * size, "floor"
+    n, n_out = shape.elements, math.prod(shape.out_dims)
+    return (n + n_out) * size, (3 * n + 2 * n_out) * size, "floor"
 
 
 def copy_bandwidth_gbps() -> float:

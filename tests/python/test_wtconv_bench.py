@@ -26,6 +26,18 @@ def test_reads_the_shapes_file():
     assert (big.batch, big.channels, big.height, big.width) == (16, 128, 512, 512)
 
 
+def test_stride_column_is_optional(tmp_path):
+    path = tmp_path / "shapes.csv"
+    path.write_text("# comment\nname,B,C,H,W,kernel_size,wt_levels,stride\na,2,3,9,10,5,2,2\nb,1,4,8,8,3,1,\n")
+    a, b = wtconv_bench.read_shapes(path)
+    assert (a.stride, b.stride) == (2, 1)
+    assert a.out_dims == (2, 3, 5, 5) and b.out_dims == (1, 4, 8, 8)
+    assert all(s.stride == 1 for s in wtconv_bench.read_shapes(REPO_ROOT / "bench" / "wtconv_shapes.csv"))
+    path.write_text("name,B,C,H,W,kernel_size,wt_levels,stride\na,2,3,9,10,5,2,0\n")
+    with pytest.raises(ValueError, match="stride must be >= 1"):
+        wtconv_bench.read_shapes(path)
+
+
 def test_official_layout_mapping_covers_every_parameter():
     ours = winconv.WTConv2d(4, 4, kernel_size=5, wt_levels=3).state_dict()
     official_keys = ["base_weight", "base_scale", "base_bias"] + [f"wt_weights.{i}" for i in range(3)] + [
@@ -46,6 +58,10 @@ def test_floor_byte_model():
     fwd, train, model = wtconv_bench.kernel_bytes(shape, torch.float16)
     if model == "floor":
         assert (fwd, train) == (2 * 210 * 2, 5 * 210 * 2)
+    strided = wtconv_bench.Shape("s", 2, 3, 5, 7, 5, 2, 2)  # 3 x 4 outputs per plane
+    fwd, train, model = wtconv_bench.kernel_bytes(strided, torch.float16)
+    if model == "floor":
+        assert (fwd, train) == ((210 + 72) * 2, (3 * 210 + 2 * 72) * 2)
 
 
 def test_argument_checks():
