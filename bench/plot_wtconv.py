@@ -71,6 +71,11 @@ def _rounds_note(env) -> str:
             " implementations in turn)")
 
 
+def _train_floor_bytes(n: int, dtype: str) -> int:
+    """A training step's compulsory bytes: x and y (forward), x, dY and dx (backward): 5N elements."""
+    return 5 * n * ELEMENT_BYTES[dtype]
+
+
 def _floor_lines(env, table, n: int, fwd_flops: int) -> list:
     """The training step against its floor: the larger of bytes over the measured copy bandwidth
     and FLOPs over the FP32 rate (the kernels accumulate in FP32 on CUDA cores in every dtype)."""
@@ -91,7 +96,7 @@ def _floor_lines(env, table, n: int, fwd_flops: int) -> list:
         ours = table.get((dtype, FLOOR_SHAPE), {}).get("winconv")
         if not ours:
             continue
-        byte_ms = 5 * n * ELEMENT_BYTES[dtype] / (env["copy_GBps"] * 1e9) * 1e3
+        byte_ms = _train_floor_bytes(n, dtype) / (env["copy_GBps"] * 1e9) * 1e3
         floor = max(byte_ms, flop_ms)
         train_ms = _num(ours.get("train_ms"))
         lines.append(f"| {dtype} | {_cell(byte_ms)} | {_cell(flop_ms)} | {_cell(floor)} | {_cell(train_ms)} | "
@@ -178,7 +183,7 @@ def summary_markdown(rows, env, table) -> str:
             if not ours:
                 continue
             size = ELEMENT_BYTES[dtype]
-            fwd_floor, train_floor = 2 * n * size, 5 * n * size
+            fwd_floor, train_floor = 2 * n * size, _train_floor_bytes(n, dtype)
             fwd_ms, train_ms = _num(ours.get("fwd_ms")), _num(ours.get("train_ms"))
             lines.append(
                 f"| {dtype} | {fwd_floor:,} | {_cell(fwd_floor / bandwidth * 1e3)} | {_cell(fwd_ms)} | "

@@ -68,8 +68,8 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
             np * eh * int(a.d.row2.divisor),
             [&](int e) {
               const PairPos v = level_pair(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, a.H, a.W);
-              return Pairs{load_block_pair_ll<float>(a.xin, v.off, v.qy, v.qx, v.in, a.H, a.W),
-                           load_block_pair_ll<float>(a.gin, v.off, v.qy, v.qx, v.in, a.H, a.W)};
+              return Pairs{load_block_pair_ll(a.xin, v.off, v.qy, v.qx, v.in, a.H, a.W),
+                           load_block_pair_ll(a.gin, v.off, v.qy, v.qx, v.in, a.H, a.W)};
             },
             [&](int e, const Pairs& v) {
               const Pos3 q = split3(e, a.d.plane2, a.d.row2);
@@ -96,10 +96,10 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
         [&](int e) {
           if constexpr (kDirect) {
             const LevelBlock blk = block(e, a.H, a.W);
-            const float4 xb = load_block_ll<float>(a.xin, blk, a.H, a.W, a.vec4);
+            const float4 xb = load_block_ll(a.xin, blk, a.H, a.W, a.vec4);
             if (a.stride > 1)  // dy on its own grid (16-bit only: plan.h, level2_reads_activations)
               return Blocks{xb, load_block_ll_strided(a.gin, block(e, a.Ho, a.Wo), a.H, a.W, a.Wo, a.stride)};
-            return Blocks{xb, load_block_ll<float>(a.gin, blk, a.H, a.W, a.vec4)};
+            return Blocks{xb, load_block_ll(a.gin, blk, a.H, a.W, a.vec4)};
           } else {
             const LevelBlock blk = block(e, a.hin, a.win);
             return Blocks{load_block(a.xin, blk, a.hin, a.win), load_block(a.gin, blk, a.hin, a.win)};

@@ -35,10 +35,14 @@ __device__ __forceinline__ void haar4(float a, float b, float c, float d, float 
 // kernels that read the activations form X_1 with this same function, so their X_1 equals the
 // stored chain bit for bit.
 __host__ __device__ __forceinline__ float haar_ll(float a, float b, float c, float d) { return 0.5f * ((a + b) + (c + d)); }
-// The same, rounded through the chain's type Tchain, as the cascade stores it.
-template <typename Tchain>
-__device__ __forceinline__ float chain_ll(float a, float b, float c, float d) {
-  return to_float(from_float<Tchain>(haar_ll(a, b, c, d)));
+// The LL values of the four 2x2 blocks of a 4 x 4 pixel patch whose columns start at c: (rows 0-1,
+// columns c..c+1), (0-1, c+2..c+3), (2-3, c..c+1), (2-3, c+2..c+3).
+template <int N>
+__host__ __device__ __forceinline__ float4 haar_ll_quad(const float (&p)[4][N], int c) {
+  return make_float4(haar_ll(p[0][c], p[0][c + 1], p[1][c], p[1][c + 1]),
+                     haar_ll(p[0][c + 2], p[0][c + 3], p[1][c + 2], p[1][c + 3]),
+                     haar_ll(p[2][c], p[2][c + 1], p[3][c], p[3][c + 1]),
+                     haar_ll(p[2][c + 2], p[2][c + 3], p[3][c + 2], p[3][c + 3]));
 }
 
 // Child (dy, dx) of the synthesis of [ll s1 s2 hh] without the 1/2 factor.
@@ -1184,12 +1188,12 @@ __device__ __forceinline__ float4 load_block(const T* grid, const LevelBlock& bl
 }
 // The same block of X_1 = LL(x) read from the activation plane instead of a stored chain (plan:
 // level2_reads_activations): blk from level_block with the plane size H x W of x, so blk.off is
-// x's plane offset and blk.y, blk.x the X_1 position. Each value is formed from its 2x2 pixels
-// (zero outside x) with the cascade's formula and order and rounded through Tchain, so it equals
-// a chain stored in Tchain bit for bit (every caller passes float: the forward's chains are float,
-// and the backward's level 2 reads x and dy so as not to round X_1 to 16 bits). vec: W % 4 == 0
-// and a 4-element-aligned base, so the four pixel columns 2 blk.x .. + 3 are one aligned load.
-template <typename Tchain, typename T>
+// x's plane offset and blk.y, blk.x the X_1 position. Each value is formed in float from its 2x2
+// pixels (zero outside x) with the cascade's formula and order, so it equals a float chain bit for
+// bit (the forward's chains are float, and the backward's level 2 reads x and dy so as not to
+// round X_1 to 16 bits). vec: W % 4 == 0 and a 4-element-aligned base, so the four pixel columns
+// 2 blk.x .. + 3 are one aligned load.
+template <typename T>
 __device__ __forceinline__ float4 load_block_ll(const T* act, const LevelBlock& blk, int H, int W, bool vec) {
   float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
   const int y = 2 * blk.y, x = 2 * blk.x;
@@ -1212,12 +1216,7 @@ __device__ __forceinline__ float4 load_block_ll(const T* act, const LevelBlock& 
     }
     p[i][0] = q.x; p[i][1] = q.y; p[i][2] = q.z; p[i][3] = q.w;
   }
-  const auto ll = chain_ll<Tchain>;
-  v.x = ll(p[0][0], p[0][1], p[1][0], p[1][1]);
-  v.y = ll(p[0][2], p[0][3], p[1][2], p[1][3]);
-  v.z = ll(p[2][0], p[2][1], p[3][0], p[3][1]);
-  v.w = ll(p[2][2], p[2][3], p[3][2], p[3][3]);
-  return v;
+  return haar_ll_quad(p, 0);
 }
 
 // The same block of G_1 = LL(D) when D is a strided dy spread onto x's H x W grid: pixel (y, x) of
@@ -1247,11 +1246,7 @@ __host__ __device__ __forceinline__ float4 load_block_ll_strided(const T* dy, co
       p[i][j] = row && col ? to_float(dy[src + qx + (tx >= s)]) : 0.f;
     }
   }
-  v.x = haar_ll(p[0][0], p[0][1], p[1][0], p[1][1]);
-  v.y = haar_ll(p[0][2], p[0][3], p[1][2], p[1][3]);
-  v.z = haar_ll(p[2][0], p[2][1], p[3][0], p[3][1]);
-  v.w = haar_ll(p[2][2], p[2][3], p[3][2], p[3][3]);
-  return v;
+  return haar_ll_quad(p, 0);
 }
 
 // Two horizontally adjacent blocks of X_1 = LL(x) (level-2 coefficients (qy, qx) and (qy, qx + 1)
@@ -1259,11 +1254,11 @@ __host__ __device__ __forceinline__ float4 load_block_ll_strided(const T* dy, co
 // the bytes per load of fp32's 4-pixel loads, at half the load instructions, so twice the bytes
 // in flight per staging load (docs/wtconv.md, perf note 28). The caller guarantees W % 8 == 0 and
 // a 16-byte aligned plane, so the 8 pixels of a row are all inside the row or all outside
-// (in: both blocks inside the level-2 grid). Each value has load_block_ll's formula and rounding.
+// (in: both blocks inside the level-2 grid). Each value has load_block_ll's formula, in float.
 struct BlockPair {
   float4 a, b;
 };
-template <typename Tchain, typename T>
+template <typename T>
 __device__ __forceinline__ BlockPair load_block_pair_ll(const T* act, int64_t off, int qy, int qx, bool in, int H,
                                                        int W) {
   static_assert(sizeof(T) == 2, "16-bit activations");
@@ -1283,11 +1278,8 @@ __device__ __forceinline__ BlockPair load_block_pair_ll(const T* act, int64_t of
 #pragma unroll
     for (int j = 0; j < 8; ++j) p[i][j] = to_float(h[j]);
   }
-  const auto ll = chain_ll<Tchain>;
-  v.a = make_float4(ll(p[0][0], p[0][1], p[1][0], p[1][1]), ll(p[0][2], p[0][3], p[1][2], p[1][3]),
-                    ll(p[2][0], p[2][1], p[3][0], p[3][1]), ll(p[2][2], p[2][3], p[3][2], p[3][3]));
-  v.b = make_float4(ll(p[0][4], p[0][5], p[1][4], p[1][5]), ll(p[0][6], p[0][7], p[1][6], p[1][7]),
-                    ll(p[2][4], p[2][5], p[3][4], p[3][5]), ll(p[2][6], p[2][7], p[3][6], p[3][7]));
+  v.a = haar_ll_quad(p, 0);
+  v.b = haar_ll_quad(p, 4);
   return v;
 }
 

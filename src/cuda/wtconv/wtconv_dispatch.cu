@@ -4,7 +4,7 @@
 // With L == 2 the base kernels may compute level 2 themselves (plan.h: fwd_fused_smem,
 // bwd_fused_smem) and the level kernels are skipped.
 // With L == 2 (the backward: and stride 1) level 2 reads the activations and no cascade runs; so
-// does the 16-bit backward's level 2 at every L (stride 1), whose cascades then start at level 2
+// does the 16-bit backward's level 2 at every L and stride, whose cascades then start at level 2
 // (plan.h: level2_reads_activations).
 #include <string>
 

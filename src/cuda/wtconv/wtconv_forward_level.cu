@@ -42,7 +42,7 @@ __device__ __forceinline__ void forward_level_body(const FwdLevelArgs<Tin>& a) {
             np * eh * int(a.d.row2.divisor),
             [&](int e) {
               const PairPos v = level_pair(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, a.H, a.W);
-              return load_block_pair_ll<float>(a.xin, v.off, v.qy, v.qx, v.in, a.H, a.W);
+              return load_block_pair_ll(a.xin, v.off, v.qy, v.qx, v.in, a.H, a.W);
             },
             [&](int e, const BlockPair& v) {
               const Pos3 q = split3(e, a.d.plane2, a.d.row2);
@@ -63,7 +63,7 @@ __device__ __forceinline__ void forward_level_body(const FwdLevelArgs<Tin>& a) {
         kPlane ? np * int(a.d.iplane.divisor) : np * plane,
         [&](int e) {
           if constexpr (kDirect) {
-            return load_block_ll<float>(a.xin, block(e, a.H, a.W), a.H, a.W, a.vec4);  // the forward chain is float
+            return load_block_ll(a.xin, block(e, a.H, a.W), a.H, a.W, a.vec4);  // the forward chain is float
           } else {
             return load_block(a.xin, block(e, a.hin, a.win), a.hin, a.win);
           }

@@ -109,8 +109,9 @@ cudaError_t launch_forward_base(const FwdBaseArgs<T>& a, size_t smem, cudaStream
 // Tc: the type of the level-(l-1) chains. The backward stores its level-1 chains (X_1, G_1, dX_1,
 // three quarter-size planes per input plane, the training step's largest temporaries) in the
 // activation type, and deeper levels in float, whose small grids make few-term gradient sums.
-// With `direct` (level 2, plan.bwd_level2_direct: stride 1) xin and gin are the activations x and
-// dy (H x W) and X_1, G_1 are formed on chip in float, never rounded to 16 bits (plan.h says why).
+// With `direct` (level 2, plan.bwd_level2_direct) xin and gin are the activations x (H x W) and dy
+// (Ho x Wo, spread onto x's grid when strided) and X_1, G_1 are formed on chip in float, never
+// rounded to 16 bits (plan.h says why).
 template <typename Tc>
 struct BwdLevelArgs {
   const Tc* xin;      // X_{l-1} (or x)

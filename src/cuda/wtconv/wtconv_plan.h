@@ -544,13 +544,14 @@ inline WtconvTile pick_bwd_base_tile(int64_t B, int64_t C, int64_t h1, int64_t w
 // elements for fp32 (N = x's elements), against N when the level kernel reads x itself and forms
 // X_1 on chip (its halo, four times larger in pixels, is re-read mostly from L2). With L >= 3 a
 // cascade must read x anyway for X_2.., and X_1 is then the cheaper input of level 2. The
-// backward does the same for G_1 = LL(D) when D is dy itself (stride 1); a strided dy keeps
-// both cascades. With 16-bit activations (esize 2) the backward's level 2 reads x and dy at every
-// L >= 2 (stride 1), and its cascades write X_2.. and G_2.. alone: a stored X_1 and G_1 would be
-// rounded to 16 bits, a 2^-9 error (bf16) in every level >= 2 gradient term that gradient sums
-// with cancellation (small grids, few planes) lifted above 1e-2 relative error, and storing them
-// in float instead raised the step's peak memory above the official fused module's
-// (docs/wtconv.md, note 56). Read from x and dy they are formed in float, and need no workspace.
+// backward does the same for G_1 = LL(D) when D is dy itself (stride 1); in fp32 a strided dy
+// keeps both cascades. With 16-bit activations (esize 2) the backward's level 2 reads x and dy at
+// every L >= 2 and stride (a strided dy on its own grid), and its cascades write X_2.. and G_2..
+// alone: a stored X_1 and G_1 would be rounded to 16 bits, a 2^-9 error (bf16) in every level >= 2
+// gradient term that gradient sums with cancellation (small grids, few planes) lifted above 1e-2
+// relative error, and storing them in float instead raised the step's peak memory above the
+// official fused module's (docs/wtconv.md, notes 56 and 57). Read from x and dy they are formed in
+// float, and need no workspace.
 inline bool level2_reads_activations(int levels, int stride, bool backward, int esize = 4) {
   if (!backward) return levels == 2;
   // 16-bit at any stride: a strided dy is read on its own grid, spread onto x's (zeros between).
