@@ -90,7 +90,7 @@ Status wtconv_forward_workspace_size(const WtconvProblem& problem, size_t* bytes
   if (bytes == nullptr) return Status(StatusCode::kNullPointer, "wtconv: bytes must not be null");
   Status st = wtconv_validate(problem);
   if (!st.ok()) return st;
-  *bytes = wtconv_detail::make_wtconv_plan(problem).fwd_bytes;
+  *bytes = wtconv_detail::make_wtconv_run(problem, false).bytes;
   return Status::Ok();
 }
 
@@ -99,8 +99,7 @@ Status wtconv_io_bytes(const WtconvProblem& problem, uint64_t* forward_bytes, ui
     return Status(StatusCode::kNullPointer, "wtconv: forward_bytes and backward_bytes must not be null");
   Status st = wtconv_validate(problem);
   if (!st.ok()) return st;
-  wtconv_detail::plan_io_bytes(wtconv_detail::make_wtconv_plan(problem), precision_bytes(problem.precision),
-                               forward_bytes, backward_bytes);
+  wtconv_detail::run_io_bytes(problem, forward_bytes, backward_bytes);
   return Status::Ok();
 }
 
@@ -108,7 +107,7 @@ Status wtconv_backward_workspace_size(const WtconvProblem& problem, size_t* byte
   if (bytes == nullptr) return Status(StatusCode::kNullPointer, "wtconv: bytes must not be null");
   Status st = wtconv_validate(problem);
   if (!st.ok()) return st;
-  *bytes = wtconv_detail::make_wtconv_plan(problem).bwd_bytes;
+  *bytes = wtconv_detail::make_wtconv_run(problem, true).bytes;
   return Status::Ok();
 }
 
@@ -120,10 +119,10 @@ Status wtconv_forward(const WtconvProblem& problem, const void* x, const WtconvP
   if (!(st = check_pointer(x, ab, "x", true)).ok()) return st;
   if (!(st = check_pointer(y, ab, "y", true)).ok()) return st;
   if (!(st = check_params(problem, params)).ok()) return st;
-  const wtconv_detail::WtconvPlan plan = wtconv_detail::make_wtconv_plan(problem);
-  if (!(st = check_workspace(workspace, workspace_bytes, plan.fwd_bytes)).ok()) return st;
+  const wtconv_detail::WtconvRun run = wtconv_detail::make_wtconv_run(problem, false);
+  if (!(st = check_workspace(workspace, workspace_bytes, run.bytes)).ok()) return st;
 #if WINCONV_HAVE_CUDA
-  return wtconv_detail::wtconv_forward_cuda(plan, problem.precision, x, params, y, workspace, stream);
+  return wtconv_detail::wtconv_forward_cuda(run, problem.precision, x, params, y, workspace, stream);
 #else
   (void)stream;
   return Status(StatusCode::kNoDevice, "wtconv_forward: this build of winconv has no CUDA support");
@@ -149,10 +148,10 @@ Status wtconv_backward(const WtconvProblem& problem, const void* dy, const void*
     if (!(st = check_pointer(grads.level_weight[l], 4, w.c_str(), true)).ok()) return st;
     if (!(st = check_pointer(grads.level_scale[l], 4, s.c_str(), true)).ok()) return st;
   }
-  const wtconv_detail::WtconvPlan plan = wtconv_detail::make_wtconv_plan(problem);
-  if (!(st = check_workspace(workspace, workspace_bytes, plan.bwd_bytes)).ok()) return st;
+  const wtconv_detail::WtconvRun run = wtconv_detail::make_wtconv_run(problem, true);
+  if (!(st = check_workspace(workspace, workspace_bytes, run.bytes)).ok()) return st;
 #if WINCONV_HAVE_CUDA
-  return wtconv_detail::wtconv_backward_cuda(plan, problem.precision, dy, x, params, dx, grads, workspace, stream);
+  return wtconv_detail::wtconv_backward_cuda(run, problem.precision, dy, x, params, dx, grads, workspace, stream);
 #else
   (void)stream;
   return Status(StatusCode::kNoDevice, "wtconv_backward: this build of winconv has no CUDA support");

@@ -453,6 +453,66 @@ TEST(WtconvPlan, RandomProblemsWorkspaceRegionsAreAlignedAndDisjoint) {
   }
 }
 
+// A strided run on the full grid runs the plan of the stride-1 problem, with the full-grid
+// activation (N elements) after that plan's workspace, aligned; the workspace queries report the
+// runs' sizes. The backward takes the full grid at every stride > 1, the forward by its rule.
+TEST(WtconvPlan, StridedRunsOnTheFullGrid) {
+  std::mt19937 rng(11);
+  int forward_full = 0, forward_strided = 0;
+  for (int n = 0; n < 1000; ++n) {
+    const WtconvProblem p = random_problem(rng);
+    if (!wtconv_validate(p).ok()) continue;
+    SCOPED_TRACE(describe(p));
+    WtconvProblem unit = p;
+    unit.stride = 1;
+    const WtconvPlan full = make_wtconv_plan(unit);
+    const size_t e = p.precision == Precision::kFP32 ? 4 : 2;
+    for (const bool backward : {false, true}) {
+      const WtconvRun run = make_wtconv_run(p, backward);
+      const bool on_full = p.stride > 1 && (backward || forward_on_full_grid(p.stride, full));
+      if (!backward) (on_full ? forward_full : forward_strided) += p.stride > 1;
+      const size_t plan_bytes = backward ? run.plan.bwd_bytes : run.plan.fwd_bytes;
+      if (on_full) {
+        EXPECT_EQ(run.out_stride, p.stride);
+        EXPECT_EQ(run.plan.stride, 1);
+        EXPECT_EQ(run.plan.Ho, p.height);
+        EXPECT_EQ(run.plan.Wo, p.width);
+        EXPECT_EQ(run.full_offset % kWorkspaceAlign, 0u);
+        EXPECT_GE(run.full_offset, plan_bytes);
+        EXPECT_EQ(run.bytes, run.full_offset + size_t(p.x_elements()) * e);
+      } else {
+        EXPECT_EQ(run.out_stride, 1);
+        EXPECT_EQ(run.plan.stride, p.stride);
+        EXPECT_EQ(run.bytes, plan_bytes);
+      }
+      size_t queried = 0;
+      ASSERT_TRUE((backward ? wtconv_backward_workspace_size(p, &queried) : wtconv_forward_workspace_size(p, &queried))
+                      .ok());
+      EXPECT_EQ(queried, run.bytes);
+    }
+  }
+  // Both forward schedules occur among the random strided problems.
+  EXPECT_GT(forward_full, 0);
+  EXPECT_GT(forward_strided, 0);
+}
+
+// The forward's rule at the cases it was measured on: stride 2 always; stride 3 when the stride-1
+// forward stages x with TMA (rows of whole 16 bytes); stride 4 and up only when it fuses level 2.
+TEST(WtconvPlan, ForwardFullGridRule) {
+  struct Case { int64_t w, levels, stride; bool full; };
+  const Case cases[] = {{112, 1, 2, true}, {112, 3, 2, true}, {75, 2, 2, true}, {112, 1, 3, true},
+                        {112, 3, 3, true}, {75, 2, 3, false}, {112, 1, 4, false}, {112, 3, 4, false},
+                        {112, 2, 4, true}, {112, 2, 8, true}, {112, 2, 1, false}};
+  for (const Case& c : cases) {
+    WtconvProblem p;
+    p.batch = 8; p.channels = 64; p.height = 100; p.width = c.w; p.kernel_size = 5; p.levels = c.levels;
+    p.stride = c.stride; p.precision = Precision::kFP32;
+    SCOPED_TRACE(describe(p));
+    EXPECT_EQ(make_wtconv_run(p, false).out_stride > 1, c.full);
+    EXPECT_EQ(make_wtconv_run(p, true).out_stride > 1, c.stride > 1);
+  }
+}
+
 TEST(WtconvPlan, LevelTwoReadsTheActivations) {
   // L == 2: no stored X_1 (forward) and, at stride 1, no X_1 or G_1 (backward); the workspace
   // shrinks by exactly those chains. The forward at L >= 3 keeps its cascade; the 16-bit backward

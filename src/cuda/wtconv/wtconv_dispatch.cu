@@ -3,6 +3,8 @@
 // Backward: LL-chain cascades of x and of dy, levels L..2, base + level 1, parameter reduction.
 // With L == 2 the base kernels may compute level 2 themselves (plan.h: fwd_fused_smem,
 // bwd_fused_smem) and the level kernels are skipped.
+// A strided problem may run all of this on the full grid (plan.h: WtconvRun): the forward into the
+// workspace and subsampled, the backward on dy spread onto the full grid.
 // With L == 2 (the backward: and stride 1) level 2 reads the activations and no cascade runs; so
 // does the 16-bit backward's level 2 at every L and stride, whose cascades then start at level 2
 // (plan.h: level2_reads_activations).
@@ -211,36 +213,62 @@ Status backward_typed(const WtconvPlan& plan, const T* dy, const T* x, const Wtc
   return cuda_status(launch_param_grad_reduce(r, stream), "wtconv parameter gradient launch");
 }
 
+// A run on the full grid (run.out_stride > 1): the stride-1 forward into the workspace, then y
+// subsampled from it; the backward's dy spread onto the full grid first, then the stride-1 backward.
+template <typename T>
+Status forward_run(const WtconvRun& run, const T* x, const WtconvParams& prm, T* y, void* ws, cudaStream_t stream) {
+  if (run.out_stride == 1) return forward_typed<T>(run.plan, x, prm, y, ws, stream);
+  const WtconvPlan& p = run.plan;
+  const int s = run.out_stride;
+  T* const full = ws_at<T>(ws, run.full_offset);
+  const Status st = forward_typed<T>(p, x, prm, full, ws, stream);
+  if (!st.ok()) return st;
+  return cuda_status(launch_subsample<T>(full, y, p.B * p.C, p.H, p.W, ceil_div(p.H, s), ceil_div(p.W, s), s, stream),
+                     "wtconv subsample launch");
+}
+
+template <typename T>
+Status backward_run(const WtconvRun& run, const T* dy, const T* x, const WtconvParams& prm, T* dx,
+                    const WtconvParamGrads& grads, void* ws, cudaStream_t stream) {
+  if (run.out_stride == 1) return backward_typed<T>(run.plan, dy, x, prm, dx, grads, ws, stream);
+  const WtconvPlan& p = run.plan;
+  const int s = run.out_stride;
+  T* const full = ws_at<T>(ws, run.full_offset);
+  const cudaError_t e = launch_spread<T>(dy, full, p.B * p.C, p.H, p.W, ceil_div(p.H, s), ceil_div(p.W, s), s, stream);
+  if (e != cudaSuccess) return cuda_status(e, "wtconv spread launch");
+  return backward_typed<T>(p, full, x, prm, dx, grads, ws, stream);
+}
+
 }  // namespace
 
-Status wtconv_forward_cuda(const WtconvPlan& plan, Precision precision, const void* x,
+Status wtconv_forward_cuda(const WtconvRun& run, Precision precision, const void* x,
                            const WtconvParams& params, void* y, void* workspace, cudaStream_t stream) {
   switch (precision) {
     case Precision::kFP32:
-      return forward_typed<float>(plan, static_cast<const float*>(x), params, static_cast<float*>(y), workspace, stream);
+      return forward_run<float>(run, static_cast<const float*>(x), params, static_cast<float*>(y), workspace, stream);
     case Precision::kFP16:
-      return forward_typed<__half>(plan, static_cast<const __half*>(x), params, static_cast<__half*>(y), workspace, stream);
+      return forward_run<__half>(run, static_cast<const __half*>(x), params, static_cast<__half*>(y), workspace, stream);
     case Precision::kBF16:
-      return forward_typed<__nv_bfloat16>(plan, static_cast<const __nv_bfloat16*>(x), params,
-                                          static_cast<__nv_bfloat16*>(y), workspace, stream);
+      return forward_run<__nv_bfloat16>(run, static_cast<const __nv_bfloat16*>(x), params,
+                                        static_cast<__nv_bfloat16*>(y), workspace, stream);
   }
   return Status(StatusCode::kUnsupported, "wtconv: unknown precision");
 }
 
-Status wtconv_backward_cuda(const WtconvPlan& plan, Precision precision, const void* dy, const void* x,
+Status wtconv_backward_cuda(const WtconvRun& run, Precision precision, const void* dy, const void* x,
                             const WtconvParams& params, void* dx, const WtconvParamGrads& grads,
                             void* workspace, cudaStream_t stream) {
   switch (precision) {
     case Precision::kFP32:
-      return backward_typed<float>(plan, static_cast<const float*>(dy), static_cast<const float*>(x), params,
-                                   static_cast<float*>(dx), grads, workspace, stream);
+      return backward_run<float>(run, static_cast<const float*>(dy), static_cast<const float*>(x), params,
+                                 static_cast<float*>(dx), grads, workspace, stream);
     case Precision::kFP16:
-      return backward_typed<__half>(plan, static_cast<const __half*>(dy), static_cast<const __half*>(x), params,
-                                    static_cast<__half*>(dx), grads, workspace, stream);
+      return backward_run<__half>(run, static_cast<const __half*>(dy), static_cast<const __half*>(x), params,
+                                  static_cast<__half*>(dx), grads, workspace, stream);
     case Precision::kBF16:
-      return backward_typed<__nv_bfloat16>(plan, static_cast<const __nv_bfloat16*>(dy),
-                                           static_cast<const __nv_bfloat16*>(x), params,
-                                           static_cast<__nv_bfloat16*>(dx), grads, workspace, stream);
+      return backward_run<__nv_bfloat16>(run, static_cast<const __nv_bfloat16*>(dy),
+                                         static_cast<const __nv_bfloat16*>(x), params,
+                                         static_cast<__nv_bfloat16*>(dx), grads, workspace, stream);
   }
   return Status(StatusCode::kUnsupported, "wtconv: unknown precision");
 }

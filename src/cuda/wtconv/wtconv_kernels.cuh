@@ -17,6 +17,16 @@ namespace wtconv_detail {
 // cells) is below the shared-memory floats of a block or the outputs of a tile, both under 2^16.
 static_assert(kSmemBudget / sizeof(float) < TileDivmod::kMax, "tile-local indices exceed TileDivmod's range");
 
+// A strided problem on the full grid (plan.h, WtconvRun; wtconv_full_grid.cu): y (planes x Ho x Wo)
+// from every s-th row and column of the full-resolution result (planes x H x W), and the full-grid
+// output gradient from dy: dy's element at (p / s, q / s) where s divides both p and q, else zero.
+template <typename T>
+cudaError_t launch_subsample(const T* full, T* y, int64_t planes, int64_t H, int64_t W, int64_t Ho, int64_t Wo, int s,
+                             cudaStream_t stream);
+template <typename T>
+cudaError_t launch_spread(const T* dy, T* full, int64_t planes, int64_t H, int64_t W, int64_t Ho, int64_t Wo, int s,
+                          cudaStream_t stream);
+
 // Raw LL chain: from a plane of `in` (level a, size hin x win; for the first level of the dy
 // cascade `in` is dy on the strided output grid, read as the zero-filled full-resolution D)
 // write level a+1 to `first` (as Tfirst) and levels a+2..a+levels to deeper[0..levels-2] (float).

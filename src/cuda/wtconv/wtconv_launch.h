@@ -11,9 +11,9 @@
 namespace winconv {
 namespace wtconv_detail {
 
-Status wtconv_forward_cuda(const WtconvPlan& plan, Precision precision, const void* x,
+Status wtconv_forward_cuda(const WtconvRun& run, Precision precision, const void* x,
                            const WtconvParams& params, void* y, void* workspace, cudaStream_t stream);
-Status wtconv_backward_cuda(const WtconvPlan& plan, Precision precision, const void* dy, const void* x,
+Status wtconv_backward_cuda(const WtconvRun& run, Precision precision, const void* dy, const void* x,
                             const WtconvParams& params, void* dx, const WtconvParamGrads& grads,
                             void* workspace, cudaStream_t stream);
 

@@ -551,7 +551,8 @@ inline WtconvTile pick_bwd_base_tile(int64_t B, int64_t C, int64_t h1, int64_t w
 // gradient term that gradient sums with cancellation (small grids, few planes) lifted above 1e-2
 // relative error, and storing them in float instead raised the step's peak memory above the
 // official fused module's (docs/wtconv.md, notes 56 and 57). Read from x and dy they are formed in
-// float, and need no workspace.
+// float, and need no workspace. (The API runs every strided backward on the full grid, WtconvRun
+// below, so its strided-dy cases are reached only by plans made at stride > 1 directly.)
 inline bool level2_reads_activations(int levels, int stride, bool backward, int esize = 4) {
   if (!backward) return levels == 2;
   // 16-bit at any stride: a strided dy is read on its own grid, spread onto x's (zeros between).
@@ -626,6 +627,51 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p) {
   return plan;
 }
 
+// A strided problem may run the stride-1 kernels on the full grid instead of its own strided
+// schedule: the forward writes the full-resolution y into the workspace and one pass subsamples it
+// into y; the backward spreads dy onto the full grid (zeros between its samples) in the workspace
+// and runs the stride-1 backward on that. Same mathematics (the strided WTConv2d is the stride-1
+// one subsampled), one more activation-sized pass and N more workspace elements; in exchange the
+// strided problem takes the stride-1 kernels' fused, TMA-staged and register-blocked paths, which
+// its own schedule lacks. Measured on the H200 (docs/wtconv.md, perf note 60): the backward is
+// 1.2-2.4x faster on the full grid at strides 2-8 (even on 14 x 14 planes); the forward wins there
+// where the stride-1 forward fuses level 2, at stride 2, and at stride 3 when the stride-1 forward
+// stages x with TMA, and loses elsewhere (0.84-0.93x at stride 4, 0.73-0.77x at stride 3 on rows
+// off the 16-byte rule), where the strided schedule's base convolution at the strided outputs
+// alone saves more than the stride-1 kernels gain. `full` is the plan of the stride-1 problem.
+inline bool forward_on_full_grid(int64_t stride, const WtconvPlan& full) {
+  return stride > 1 && (full.fwd_fused_smem > 0 || stride == 2 || (stride == 3 && full.fwd_base_tma_smem > 0));
+}
+inline bool backward_on_full_grid(int64_t stride) { return stride > 1; }
+
+// What one forward or backward runs: the plan of its kernels (the problem's own, or its stride-1
+// twin on the full grid) and its workspace.
+struct WtconvRun {
+  WtconvPlan plan;
+  int out_stride = 1;      // > 1: the kernels run on the full grid, held at full_offset
+  size_t full_offset = 0;  // the full-grid y (forward) or spread dy (backward) in the workspace
+  size_t bytes = 0;        // workspace bytes
+};
+
+// Assumes wtconv_validate(problem) passed.
+inline WtconvRun make_wtconv_run(const WtconvProblem& p, bool backward) {
+  WtconvRun run;
+  if (p.stride > 1) {
+    WtconvProblem full = p;
+    full.stride = 1;
+    run.plan = make_wtconv_plan(full);
+    if (backward ? backward_on_full_grid(p.stride) : forward_on_full_grid(p.stride, run.plan)) {
+      run.out_stride = int(p.stride);
+      run.full_offset = align_up(backward ? run.plan.bwd_bytes : run.plan.fwd_bytes, kWorkspaceAlign);
+      run.bytes = run.full_offset + size_t(p.x_elements()) * (p.precision == Precision::kFP32 ? 4 : 2);
+      return run;
+    }
+  }
+  run.plan = make_wtconv_plan(p);
+  run.bytes = backward ? run.plan.bwd_bytes : run.plan.fwd_bytes;
+  return run;
+}
+
 // HBM bytes one forward / one backward moves (docs/wtconv.md, "Bytes moved per step"): every
 // activation read or written once, the LL chains (float; the backward's level 1 in the activation
 // type) and residuals written and read once, the gradient partials written and read once; halo
@@ -664,6 +710,20 @@ inline void plan_io_bytes(const WtconvPlan& plan, size_t e, uint64_t* forward, u
   bwd += 2 * 4 * partials;
   *forward = fwd;
   *backward = bwd;
+}
+
+// The same for the runs of a problem: a run on the full grid adds its pass over the full-grid
+// activation (the subsample reads the y elements it keeps and writes y; the spread reads dy and
+// writes the full grid, which the stride-1 backward then reads in dy's place).
+inline void run_io_bytes(const WtconvProblem& p, uint64_t* forward, uint64_t* backward) {
+  const size_t e = p.precision == Precision::kFP32 ? 4 : 2;
+  const WtconvRun f = make_wtconv_run(p, false), b = make_wtconv_run(p, true);
+  uint64_t unused = 0;
+  plan_io_bytes(f.plan, e, forward, &unused);
+  plan_io_bytes(b.plan, e, &unused, backward);
+  const uint64_t N = uint64_t(p.x_elements()), No = uint64_t(p.y_elements());
+  if (f.out_stride > 1) *forward += 2 * No * e;
+  if (b.out_stride > 1) *backward += (No + N) * e;
 }
 
 }  // namespace wtconv_detail
