@@ -634,11 +634,12 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p) {
 // one subsampled), one more activation-sized pass and N more workspace elements; in exchange the
 // strided problem takes the stride-1 kernels' fused, TMA-staged and register-blocked paths, which
 // its own schedule lacks. Measured on the H200 (docs/wtconv.md, perf note 60): the backward is
-// 1.2-2.4x faster on the full grid at strides 2-8 (even on 14 x 14 planes); the forward wins there
-// where the stride-1 forward fuses level 2, at stride 2, and at stride 3 when the stride-1 forward
-// stages x with TMA, and loses elsewhere (0.84-0.93x at stride 4, 0.73-0.77x at stride 3 on rows
-// off the 16-byte rule), where the strided schedule's base convolution at the strided outputs
-// alone saves more than the stride-1 kernels gain. `full` is the plan of the stride-1 problem.
+// 1.2-2.4x faster on the full grid at strides 2-8 (on 14 x 14 planes within 10% either way); the
+// forward wins there where the stride-1 forward fuses level 2, at stride 2, and at stride 3 when
+// the stride-1 forward stages x with TMA, and loses elsewhere (0.84-0.93x at stride 4, 0.73-0.77x
+// at stride 3 on rows off the 16-byte rule), where the strided schedule's base convolution at the
+// strided outputs alone saves more than the stride-1 kernels gain. `full` is the plan of the
+// stride-1 problem.
 inline bool forward_on_full_grid(int64_t stride, const WtconvPlan& full) {
   return stride > 1 && (full.fwd_fused_smem > 0 || stride == 2 || (stride == 3 && full.fwd_base_tma_smem > 0));
 }
