@@ -18,8 +18,6 @@ std::string str(int64_t v) { return std::to_string(v); }
 
 Status invalid(const std::string& m) { return Status(StatusCode::kInvalidArgument, "wtconv: " + m); }
 
-size_t activation_bytes(Precision p) { return p == Precision::kFP32 ? 4 : 2; }
-
 Status check_pointer(const void* ptr, size_t align, const char* name, bool required) {
   if (ptr == nullptr) {
     if (!required) return Status::Ok();
@@ -115,7 +113,7 @@ Status wtconv_forward(const WtconvProblem& problem, const void* x, const WtconvP
                       void* workspace, size_t workspace_bytes, cudaStream_t stream) {
   Status st = wtconv_validate(problem);
   if (!st.ok()) return st;
-  const size_t ab = activation_bytes(problem.precision);
+  const size_t ab = precision_bytes(problem.precision);
   if (!(st = check_pointer(x, ab, "x", true)).ok()) return st;
   if (!(st = check_pointer(y, ab, "y", true)).ok()) return st;
   if (!(st = check_params(problem, params)).ok()) return st;
@@ -134,7 +132,7 @@ Status wtconv_backward(const WtconvProblem& problem, const void* dy, const void*
                        cudaStream_t stream) {
   Status st = wtconv_validate(problem);
   if (!st.ok()) return st;
-  const size_t ab = activation_bytes(problem.precision);
+  const size_t ab = precision_bytes(problem.precision);
   if (!(st = check_pointer(dy, ab, "dy", true)).ok()) return st;
   if (!(st = check_pointer(x, ab, "x", true)).ok()) return st;
   if (!(st = check_pointer(dx, ab, "dx", true)).ok()) return st;

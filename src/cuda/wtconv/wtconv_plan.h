@@ -579,7 +579,7 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p) {
     plan.wl[l] = (plan.wl[l - 1] + 1) / 2;
   }
   const int64_t planes = plan.B * plan.C;
-  plan.chain_bytes = p.precision == Precision::kFP32 ? 4 : 2;
+  plan.chain_bytes = precision_bytes(p.precision);
   auto level_bytes = [&](int l, size_t elem = 4) {
     return align_up(size_t(planes * plan.hl[l] * plan.wl[l]) * elem, kWorkspaceAlign);
   };
@@ -664,7 +664,7 @@ inline WtconvRun make_wtconv_run(const WtconvProblem& p, bool backward) {
     if (backward ? backward_on_full_grid(p.stride) : forward_on_full_grid(p.stride, run.plan)) {
       run.out_stride = int(p.stride);
       run.full_offset = align_up(backward ? run.plan.bwd_bytes : run.plan.fwd_bytes, kWorkspaceAlign);
-      run.bytes = run.full_offset + size_t(p.x_elements()) * (p.precision == Precision::kFP32 ? 4 : 2);
+      run.bytes = run.full_offset + size_t(p.x_elements()) * precision_bytes(p.precision);
       return run;
     }
   }
@@ -717,7 +717,7 @@ inline void plan_io_bytes(const WtconvPlan& plan, size_t e, uint64_t* forward, u
 // activation (the subsample reads the y elements it keeps and writes y; the spread reads dy and
 // writes the full grid, which the stride-1 backward then reads in dy's place).
 inline void run_io_bytes(const WtconvProblem& p, uint64_t* forward, uint64_t* backward) {
-  const size_t e = p.precision == Precision::kFP32 ? 4 : 2;
+  const size_t e = precision_bytes(p.precision);
   const WtconvRun f = make_wtconv_run(p, false), b = make_wtconv_run(p, true);
   uint64_t unused = 0;
   plan_io_bytes(f.plan, e, forward, &unused);
