@@ -225,9 +225,9 @@ TEST(WtconvGpu, OddSizesEveryOption) {
 }
 
 TEST(WtconvGpu, LevelTwoReadsActivations) {
-  // L = 2: level 2 forms X_1 (and at stride 1 G_1) from x and dy on chip (plan.h,
-  // level2_reads_activations). Rows of a multiple of 4 take the 4-element loads, other widths the
-  // scalar ones; fp32 at stride 2 keeps the backward's cascades.
+  // L = 2: level 2 forms X_1 and G_1 from x and dy on chip (plan.h, level2_reads_activations).
+  // Rows of a multiple of 4 take the 4-element loads, other widths the scalar ones; at stride 2
+  // the forward and the backward run on the full grid (the backward on dy spread onto it).
   if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
   const Precision P[3] = {Precision::kFP32, Precision::kFP16, Precision::kBF16};
   int i = 0;
@@ -237,10 +237,10 @@ TEST(WtconvGpu, LevelTwoReadsActivations) {
     run_case(2, 2, 9, 11, 7, 2, 1, prec, true, 300 + i++);
     run_case(1, 2, 12, 20, 9, 2, 2, prec, true, 300 + i++);
   }
-  // 16-bit at stride > 1 and any L >= 2: level 2 reads dy on its own strided grid
-  // (load_block_ll_strided), odd grids and strides that leave one output per plane included. The
-  // shapes are those of the fuzz problems whose bf16 ds_2 the stored 16-bit chains put above 1e-2
-  // (docs/wtconv.md, note 57).
+  // 16-bit at stride > 1 and any L >= 2: the backward runs on dy spread onto the full grid, where
+  // level 2 reads x and the spread dy; odd grids and strides that leave one output per plane
+  // included. The shapes are those of the fuzz problems whose bf16 ds_2 the stored 16-bit chains
+  // put above 1e-2 (docs/wtconv.md, note 57).
   for (Precision prec : {Precision::kFP16, Precision::kBF16}) {
     run_case(35, 1, 4, 4, 1, 2, 4, prec, true, 320 + i++);
     run_case(34, 1, 10, 4, 7, 4, 2, prec, false, 320 + i++);
@@ -373,9 +373,9 @@ TEST(WtconvGpu, ManyPlanesPerBlockAndSplits) {
 // activations one element off alignment), takes the base kernels' kPlane instances: the tile is
 // zeroed once per block and each item stages the plane's pixels alone (StagedRegion). The zeros
 // must hold for every item of a block: many planes per item, the last item past the batch, kernel
-// sizes 1 (the plane at tile offset 0) to 15, strides 1-3, one to five levels. At L >= 3 and stride
-// 1 the Haar cascade's kPlane instance stages such planes too and writes each level's grid rounded
-// up to even (the last level exactly: 1 x 1 grids included).
+// sizes 1 (the plane at tile offset 0) to 15, strides 1-3, one to five levels. At L >= 3 the Haar
+// cascade's kPlane instance stages such planes too and writes each level's grid rounded up to even
+// (the last level exactly: 1 x 1 grids included).
 TEST(WtconvGpu, PlaneTilesStageThePlaneAlone) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
   const Shape shapes[] = {{37, 3, 7, 7, 1, 3, 1},  {37, 3, 7, 7, 5, 2, 1},   {20, 2, 14, 14, 3, 3, 2},

@@ -1,6 +1,7 @@
-// Backward, base conv fused with level 1. Per tile of level-1 coefficients (2x2 pixels each) it
-// reads x and dy (dy expanded on chip to the zero-filled full-resolution D when stride > 1) with a
-// halo and dX_1, forms Y_1 = Haar(x) and G_1 = Haar(D) on chip and writes
+// Backward, base conv fused with level 1. It runs at stride 1 (a strided backward runs on dy spread
+// onto the full grid: plan.h, WtconvRun), so the full-resolution output gradient D is dy. Per tile
+// of level-1 coefficients (2x2 pixels each) it reads x and dy with a halo and dX_1, forms
+// Y_1 = Haar(x) and G_1 = Haar(D) on chip and writes
 //   dx = s0 * (flipped W0) conv D + synthesis of (s_1 * (flipped W_1) conv G_1, + dX_1 at LL),
 // plus per-block partial sums of the correlations C0 = corr(x, D), sum(D) and C_1 = corr(Y_1, G_1)
 // (fixed order, no atomics). HBM: reads x, dy, dX_1; writes dx and C x splits x (5kk + 1) partials.
@@ -50,7 +51,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
   constexpr bool kCopy = kFuse2 && sizeof(T) != 4;
   extern __shared__ __align__(128) float smem[];
   constexpr int KM = K > 0 ? K : 15;
-  const int k = K ? K : a.k, r = k / 2, kk = k * k, s = kFuse2 ? 1 : a.stride;  // fused: stride 1
+  const int k = K ? K : a.k, r = k / 2, kk = k * k;
   const int c = blockIdx.x / a.g.splits, split = blockIdx.x % a.g.splits;
   const int th = kFixed ? kFusedBwdTileH : a.g.th, tw = kFixed ? kFusedBwdTileW : a.g.tw, np = kFixed ? 1 : a.g.np;
   const int eh = th + 2 * r, ew = tw + 2 * r, plane = eh * ew;
@@ -275,11 +276,9 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
             const int b = pos.b0 + q.p, y = py0 + so + q.y, x = px0 + so + q.x;
             float2 v = make_float2(0.f, 0.f);  // (x, D)
             if (b < a.B && y >= 0 && x >= 0 && y < a.H && x < a.W) {
-              const int64_t pl = int64_t(b) * a.C + c;
-              v.x = to_float(a.x[pl * a.H * a.W + int64_t(y) * a.W + x]);
-              if (s == 1) v.y = to_float(a.dy[pl * a.Ho * a.Wo + int64_t(y) * a.Wo + x]);
-              else if (y % s == 0 && x % s == 0)
-                v.y = to_float(a.dy[pl * a.Ho * a.Wo + int64_t(y / s) * a.Wo + x / s]);
+              const int64_t at = (int64_t(b) * a.C + c) * a.H * a.W + int64_t(y) * a.W + x;
+              v.x = to_float(a.x[at]);
+              v.y = to_float(a.dy[at]);
             }
             return v;
           },
@@ -580,7 +579,7 @@ cudaError_t launch_backward_base(const BwdBaseArgs<T>& args, size_t smem, cudaSt
     const int r = a.k / 2, th = a.g.th, tw = a.g.tw, eh = th + 2 * r, ew = tw + 2 * r;
     // FastDivmod here, where the other WTConv kernels take TileDivmod: with TileDivmod this kernel's
     // fp16 build ran 6% slower (docs/wtconv.md, perf note 25).
-    a.vec4 = a.stride == 1 && a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.x) % (4 * sizeof(T)) == 0 &&
+    a.vec4 = a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.x) % (4 * sizeof(T)) == 0 &&
              reinterpret_cast<uintptr_t>(a.dy) % (4 * sizeof(T)) == 0;
     // Generic staging: staged pixels per plane (unpadded) and per row, their Haar blocks likewise.
     const StagedRegion sr = staged_region(a.g.tiles_y == 1 && a.g.tiles_x == 1 && !a.vec4, a.H, a.W, r, 2 * eh, 2 * ew);
@@ -623,7 +622,7 @@ cudaError_t launch_backward_base(const BwdBaseArgs<T>& args, size_t smem, cudaSt
 template <typename T>
 bool encode_bwd_maps(BwdBaseArgs<T>& a, int box_w, int box_h) {
   return encode_plane_box_map(&a.xmap, a.x, int(sizeof(T)), a.W, a.H, a.C, a.B, box_w, box_h, a.g.np) &&
-         encode_plane_box_map(&a.dmap, a.dy, int(sizeof(T)), a.Wo, a.Ho, a.C, a.B, box_w, box_h, a.g.np);
+         encode_plane_box_map(&a.dmap, a.dy, int(sizeof(T)), a.W, a.H, a.C, a.B, box_w, box_h, a.g.np);
 }
 
 template <typename T>

@@ -4,8 +4,9 @@
 //   C_l[s](i,j) = sum_q Y_l[s](q + i - r, ...) * G_l[s](q)   (dW_l = s_l * C_l, ds_l = sum W_l * C_l),
 // the correlation as per-block partial sums (fixed order, no atomics) reduced later.
 // HBM: reads X_{l-1}, G_{l-1}[LL], dX_l; writes dX_{l-1} and C x splits x 4kk partials. With
-// kDirect (level 2 when L == 2 at stride 1 or the activations are 16-bit, plan.bwd_level2_direct)
-// it reads x and dy instead (a strided dy on its own grid) and forms X_1 and G_1 on chip, in float.
+// kDirect (level 2 when L == 2 or the activations are 16-bit, plan.bwd_level2_direct) it reads x
+// and dy instead (the backward runs at stride 1: plan.h, WtconvRun) and forms X_1 and G_1 on chip,
+// in float.
 #include <type_traits>
 
 #include "wtconv_kernels.cuh"
@@ -96,10 +97,7 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
         [&](int e) {
           if constexpr (kDirect) {
             const LevelBlock blk = block(e, a.H, a.W);
-            const float4 xb = load_block_ll(a.xin, blk, a.H, a.W, a.vec4);
-            if (a.stride > 1)  // dy on its own grid (16-bit only: plan.h, level2_reads_activations)
-              return Blocks{xb, load_block_ll_strided(a.gin, block(e, a.Ho, a.Wo), a.H, a.W, a.Wo, a.stride)};
-            return Blocks{xb, load_block_ll(a.gin, blk, a.H, a.W, a.vec4)};
+            return Blocks{load_block_ll(a.xin, blk, a.H, a.W, a.vec4), load_block_ll(a.gin, blk, a.H, a.W, a.vec4)};
           } else {
             const LevelBlock blk = block(e, a.hin, a.win);
             return Blocks{load_block(a.xin, blk, a.hin, a.win), load_block(a.gin, blk, a.hin, a.win)};
@@ -201,7 +199,7 @@ cudaError_t launch_backward_level(const BwdLevelArgs<Tc>& args, size_t smem, cud
   a.d = level_divisors(a.g, a.k, a.hq, a.wq);
   a.vec4 = a.direct && a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.xin) % (4 * sizeof(Tc)) == 0 &&
            reinterpret_cast<uintptr_t>(a.gin) % (4 * sizeof(Tc)) == 0;
-  a.pairs = a.direct && a.stride == 1 && pair_staging(a.xin, a.W, a.k, a.g.tw) && pair_staging(a.gin, a.W, a.k, a.g.tw);
+  a.pairs = a.direct && pair_staging(a.xin, a.W, a.k, a.g.tw) && pair_staging(a.gin, a.W, a.k, a.g.tw);
   a.plane_tile = !(sizeof(Tc) == 2 && a.pairs) && level_plane_tile(a.g);
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
   return dispatch_kernel_size(a.k, [&](auto kc) {

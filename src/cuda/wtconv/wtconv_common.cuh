@@ -13,9 +13,9 @@
 namespace winconv {
 namespace wtconv_detail {
 
-__host__ __device__ __forceinline__ float to_float(float v) { return v; }
-__host__ __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
-__host__ __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
 template <typename T> __device__ __forceinline__ T from_float(float v);
 template <> __device__ __forceinline__ float from_float<float>(float v) { return v; }
 template <> __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
@@ -34,11 +34,11 @@ __device__ __forceinline__ void haar4(float a, float b, float c, float d, float 
 // The raw LL value of the 2x2 block [a b; c d], as haar_cascade_kernel stores it. The level-2
 // kernels that read the activations form X_1 with this same function, so their X_1 equals the
 // stored chain bit for bit.
-__host__ __device__ __forceinline__ float haar_ll(float a, float b, float c, float d) { return 0.5f * ((a + b) + (c + d)); }
+__device__ __forceinline__ float haar_ll(float a, float b, float c, float d) { return 0.5f * ((a + b) + (c + d)); }
 // The LL values of the four 2x2 blocks of a 4 x 4 pixel patch whose columns start at c: (rows 0-1,
 // columns c..c+1), (0-1, c+2..c+3), (2-3, c..c+1), (2-3, c+2..c+3).
 template <int N>
-__host__ __device__ __forceinline__ float4 haar_ll_quad(const float (&p)[4][N], int c) {
+__device__ __forceinline__ float4 haar_ll_quad(const float (&p)[4][N], int c) {
   return make_float4(haar_ll(p[0][c], p[0][c + 1], p[1][c], p[1][c + 1]),
                      haar_ll(p[0][c + 2], p[0][c + 3], p[1][c + 2], p[1][c + 3]),
                      haar_ll(p[2][c], p[2][c + 1], p[3][c], p[3][c + 1]),
@@ -1215,36 +1215,6 @@ __device__ __forceinline__ float4 load_block_ll(const T* act, const LevelBlock& 
       }
     }
     p[i][0] = q.x; p[i][1] = q.y; p[i][2] = q.z; p[i][3] = q.w;
-  }
-  return haar_ll_quad(p, 0);
-}
-
-// The same block of G_1 = LL(D) when D is a strided dy spread onto x's H x W grid: pixel (y, x) of
-// D is dy[y / s][x / s] where s divides both, else zero (the oracle's D). blk: from level_block with
-// dy's plane size Ho x Wo, so blk.off is dy's plane offset. s > 1 only. One division per axis: the
-// 4 x 4 pixels span at most two multiples of s per axis, found from the first pixel's remainder
-// (a runtime % and / per pixel cost the level kernel up to 10%, docs/wtconv.md note 58).
-template <typename T>
-__host__ __device__ __forceinline__ float4 load_block_ll_strided(const T* dy, const LevelBlock& blk, int H, int W,
-                                                                 int Wo, int s) {
-  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-  const int y = 2 * blk.y, x = 2 * blk.x;
-  if (!blk.in || y >= H || x >= W) return v;
-  const int qy = y / s, ry = y - qy * s, qx = x / s, rx = x - qx * s;
-  float p[4][4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    // y + i is a multiple of s when ry + i is 0 or s: ry + i < 2 s, since ry < s and i <= 3, and
-    // at s = 2 ry = 0 (y is a multiple of 4).
-    const int ty = ry + i;
-    const bool row = y + i < H && (ty == 0 || ty == s);
-    const int64_t src = blk.off + int64_t(qy + (ty >= s)) * Wo;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int tx = rx + j;
-      const bool col = x + j < W && (tx == 0 || tx == s);
-      p[i][j] = row && col ? to_float(dy[src + qx + (tx >= s)]) : 0.f;
-    }
   }
   return haar_ll_quad(p, 0);
 }

@@ -4,10 +4,10 @@
 // With L == 2 the base kernels may compute level 2 themselves (plan.h: fwd_fused_smem,
 // bwd_fused_smem) and the level kernels are skipped.
 // A strided problem may run all of this on the full grid (plan.h: WtconvRun): the forward into the
-// workspace and subsampled, the backward on dy spread onto the full grid.
-// With L == 2 (the backward: and stride 1) level 2 reads the activations and no cascade runs; so
-// does the 16-bit backward's level 2 at every L and stride, whose cascades then start at level 2
-// (plan.h: level2_reads_activations).
+// workspace and subsampled, the backward (always) on dy spread onto the full grid, so the backward
+// kernels run at stride 1 only.
+// With L == 2 level 2 reads the activations and no cascade runs; so does the 16-bit backward's
+// level 2 at every L, whose cascades then start at level 2 (plan.h: level2_reads_activations).
 #include <string>
 
 #include "wtconv_kernels.cuh"
@@ -48,8 +48,7 @@ Status ll_chain_deeper(const WtconvPlan& plan, int done, void* ws, const size_t*
   while (done < plan.L - 1) {
     const ChainLevels c = chain_levels(plan, done, ws, offsets);
     const float* src = ws_at<float>(ws, offsets[done]);
-    const cudaError_t e = launch_haar_cascade<float, float>(src, 1, plan.hl[done], plan.wl[done], planes,
-                                                            plan.hl[done], plan.wl[done], c.m,
+    const cudaError_t e = launch_haar_cascade<float, float>(src, planes, plan.hl[done], plan.wl[done], c.m,
                                                             ws_at<float>(ws, offsets[done + 1]), c.deeper, c.ho, c.wo,
                                                             stream);
     if (e != cudaSuccess) return cuda_status(e, "wtconv haar cascade launch");
@@ -64,23 +63,22 @@ template <typename T>
 Status ll_chain_x(const WtconvPlan& plan, const T* x, void* ws, const size_t* offsets, cudaStream_t stream) {
   if (plan.L < 2) return Status::Ok();
   const ChainLevels c = chain_levels(plan, 0, ws, offsets);
-  const cudaError_t e = launch_haar_cascade<T, float>(x, 1, plan.H, plan.W, plan.B * plan.C, plan.H, plan.W, c.m,
+  const cudaError_t e = launch_haar_cascade<T, float>(x, plan.B * plan.C, plan.H, plan.W, c.m,
                                                       ws_at<float>(ws, offsets[1]), c.deeper, c.ho, c.wo, stream);
   if (e != cudaSuccess) return cuda_status(e, "wtconv haar cascade launch");
   return ll_chain_deeper(plan, c.m, ws, offsets, stream);
 }
 
-// The backward's chains of x (stride 1) and dy (the strided grid), level 1 stored as T (not at all
-// when level 2 reads x and dy), deeper levels as float; their first launches are one when both
-// take the kPlane path (launch_haar_cascade_pair).
+// The backward's chains of x and dy, level 1 stored as T (not at all when level 2 reads x and dy),
+// deeper levels as float; their first launches are one when both take the kPlane path
+// (launch_haar_cascade_pair).
 template <typename T>
 Status ll_chains_x_dy(const WtconvPlan& plan, const T* x, const T* dy, void* ws, cudaStream_t stream) {
   if (plan.L < 2) return Status::Ok();
   const ChainLevels cx = chain_levels(plan, 0, ws, plan.bwd_x), cg = chain_levels(plan, 0, ws, plan.bwd_g);
-  const int64_t ph = plan.stride == 1 ? plan.H : plan.Ho, pw = plan.stride == 1 ? plan.W : plan.Wo;
   const bool first = !plan.bwd_level2_direct;  // level 1 stored (else the cascades write levels 2..)
-  const CascadeInput<T, T> a{x, 1, plan.H, plan.W, first ? ws_at<T>(ws, plan.bwd_x[1]) : nullptr, cx.deeper};
-  const CascadeInput<T, T> b{dy, plan.stride, ph, pw, first ? ws_at<T>(ws, plan.bwd_g[1]) : nullptr, cg.deeper};
+  const CascadeInput<T, T> a{x, first ? ws_at<T>(ws, plan.bwd_x[1]) : nullptr, cx.deeper};
+  const CascadeInput<T, T> b{dy, first ? ws_at<T>(ws, plan.bwd_g[1]) : nullptr, cg.deeper};
   const cudaError_t e =
       launch_haar_cascade_pair<T, T>(a, b, plan.B * plan.C, plan.H, plan.W, cx.m, cx.ho, cx.wo, stream);
   if (e != cudaSuccess) return cuda_status(e, "wtconv haar cascade launch");
@@ -99,7 +97,6 @@ Status backward_level(const WtconvPlan& plan, int l, const WtconvParams& prm, co
   a.xin = a.direct ? x : ws_at<Tc>(ws, plan.bwd_x[l - 1]);
   a.gin = a.direct ? dy : ws_at<Tc>(ws, plan.bwd_g[l - 1]);
   a.H = int(plan.H); a.W = int(plan.W);
-  a.Ho = int(plan.Ho); a.Wo = int(plan.Wo); a.stride = plan.stride;
   a.dxin = l == plan.L ? nullptr : ws_at<float>(ws, plan.bwd_dx[l]);
   a.dxout = ws_at<Tc>(ws, plan.bwd_dx[l - 1]);
   a.weight = prm.level_weight[l - 1];
@@ -164,9 +161,15 @@ Status forward_typed(const WtconvPlan& plan, const T* x, const WtconvParams& prm
   return cuda_status(launch_forward_base<T>(a, plan.fwd_base.smem, stream), "wtconv forward base launch");
 }
 
+// The backward kernels run at stride 1 only: a strided backward runs its stride-1 twin's plan on the
+// full grid (backward_run), so a strided plan here is a caller's error, refused before any launch.
 template <typename T>
 Status backward_typed(const WtconvPlan& plan, const T* dy, const T* x, const WtconvParams& prm, T* dx,
                       const WtconvParamGrads& grads, void* ws, cudaStream_t stream) {
+  if (plan.stride != 1)
+    return Status(StatusCode::kUnsupported, "wtconv backward: the kernels run at stride 1 only, got a plan of stride " +
+                                                std::to_string(plan.stride) +
+                                                "; a strided backward runs on the full grid (WtconvRun)");
   Status st;
   if (!plan.bwd_level2_direct || plan.L >= 3) {
     st = ll_chains_x_dy<T>(plan, x, dy, ws, stream);
@@ -180,8 +183,8 @@ Status backward_typed(const WtconvPlan& plan, const T* dy, const T* x, const Wtc
   if (plan.L == 2) { a.w2 = prm.level_weight[1]; a.s2 = prm.level_scale[1]; a.partial2 = ws_at(ws, plan.bwd_part[2]); }
   a.partial = ws_at(ws, plan.bwd_part[1]);
   a.B = int(plan.B); a.C = int(plan.C); a.H = int(plan.H); a.W = int(plan.W);
-  a.Ho = int(plan.Ho); a.Wo = int(plan.Wo); a.h1 = int(plan.hl[1]); a.w1g = int(plan.wl[1]);
-  a.k = plan.k; a.stride = plan.stride;
+  a.h1 = int(plan.hl[1]); a.w1g = int(plan.wl[1]);
+  a.k = plan.k;
   a.g = geom_of(plan.bwd_base);
   a.pitch = plan.bwd_base.pixel_pitch;
   a.tma_smem = plan.bwd_base_tma_smem;

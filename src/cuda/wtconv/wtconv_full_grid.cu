@@ -57,16 +57,15 @@ __global__ void __launch_bounds__(kRowsPerBlock * 32)
   }
 }
 
-// Launches a row kernel over `rows` rows: enough blocks to fill the GPU several times over, each
-// looping over its rows.
+// Launches a row kernel over `rows` rows: at most the grid the other WTConv kernels aim at
+// (plan.h: kTargetBlocks, several waves on the GPU), each block looping over its rows.
 template <typename T>
 cudaError_t launch_rows(void (*kernel)(const T*, T*, int64_t, int64_t, int, int64_t, int, int), const T* in, T* out,
                         int64_t rows, int64_t H, int64_t W, int64_t Ho, int64_t Wo, int s, cudaStream_t stream) {
   if (rows == 0 || Wo == 0) return cudaSuccess;
-  constexpr int64_t kMaxBlocks = 132 * 16;
   const int64_t need = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
-  kernel<<<unsigned(need < kMaxBlocks ? need : kMaxBlocks), kRowsPerBlock * 32, 0, stream>>>(in, out, rows, Ho, int(Wo),
-                                                                                             H, int(W), s);
+  const unsigned blocks = unsigned(need < kTargetBlocks ? need : kTargetBlocks);
+  kernel<<<blocks, kRowsPerBlock * 32, 0, stream>>>(in, out, rows, Ho, int(Wo), H, int(W), s);
   return cudaGetLastError();
 }
 

@@ -9,13 +9,12 @@ namespace wtconv_detail {
 
 template <typename Tfirst>
 struct CascadeGeom {
-  int64_t in_plane_h, in_plane_w;  // physical plane of `in` (dy: the strided output grid)
   int64_t planes;
-  int hin, win, stride, levels, lt, np;  // T = 1 << lt
-  bool vec4;                             // 4-element loads (see launch_haar_cascade)
-  bool plane_path;                       // the kPlane path (haar_cascade_planes)
-  FastDivmod per_group, tiles_x;         // block -> (plane group, tile row, tile column)
-  // kPlane (one tile per plane, stride 1): the np planes of a block are contiguous in `in` and
+  int hin, win, levels, lt, np;   // T = 1 << lt
+  bool vec4;                      // 4-element loads (see launch_haar_cascade)
+  bool plane_path;                // the kPlane path (haar_cascade_planes)
+  FastDivmod per_group, tiles_x;  // block -> (plane group, tile row, tile column)
+  // kPlane (one tile per plane): the np planes of a block are contiguous in `in` and
   // in every level's output, so each level writes its grid rounded up to even (zeros past the
   // grid: what the next level's Haar blocks read there), instead of the whole tile with a bounds
   // test per element (haar_cascade_planes).
@@ -25,7 +24,7 @@ struct CascadeGeom {
   int hout[5], wout[5];
 };
 
-// The kPlane instance (CascadeGeom::lvl_plane): one tile per plane, stride 1. Level 1 reads each
+// The kPlane instance (CascadeGeom::lvl_plane): one tile per plane. Level 1 reads each
 // coefficient's 2 x 2 pixel block from global memory (zeros past odd plane edges), so nothing
 // stages or zeroes the pixel tile and one index split serves four pixels: staged through shared
 // memory with two splits per pixel, this kernel was issue-bound at 82% (14 x 14 planes, L = 3:
@@ -81,7 +80,7 @@ __device__ __forceinline__ void haar_cascade_planes(const Tin* __restrict__ in, 
   }
 }
 
-// The kernel; its generic path (T x T tiles, any stride): index math is shifts and masks (T is a
+// The kernel; its generic path (T x T tiles): index math is shifts and masks (T is a
 // power of two) and the block decode uses FastDivmod. The kernel moves 4-6 bytes per element, so
 // an integer divide per element (no hardware divider) made it instruction-bound at a fifth of the
 // copy bandwidth.
@@ -111,7 +110,7 @@ __device__ __forceinline__ void haar_cascade_block(const Tin* __restrict__ in, c
           const int64_t plane = plane0 + p;
           float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
           if (plane < g.planes && y < g.hin && x < g.win) {
-            const Tin* src = in + plane * g.in_plane_h * g.in_plane_w + int64_t(y) * g.in_plane_w + x;
+            const Tin* src = in + plane * g.hin * g.win + int64_t(y) * g.win + x;
             if (x + 3 < g.win) {
               v = load4(src);
             } else {
@@ -130,13 +129,8 @@ __device__ __forceinline__ void haar_cascade_block(const Tin* __restrict__ in, c
           const int p = e >> (2 * lt), y = y0 + ((e >> lt) & (T - 1)), x = x0 + (e & (T - 1));
           const int64_t plane = plane0 + p;
           float v = 0.f;
-          if (plane < g.planes && y < g.hin && x < g.win) {
-            if (g.stride == 1) {
-              v = to_float(in[plane * g.in_plane_h * g.in_plane_w + int64_t(y) * g.in_plane_w + x]);
-            } else if (y % g.stride == 0 && x % g.stride == 0) {
-              v = to_float(in[plane * g.in_plane_h * g.in_plane_w + int64_t(y / g.stride) * g.in_plane_w + x / g.stride]);
-            }
-          }
+          if (plane < g.planes && y < g.hin && x < g.win)
+            v = to_float(in[plane * g.hin * g.win + int64_t(y) * g.win + x]);
           return v;
         },
         [&](int e, float v) { buf0[e] = v; });
@@ -187,13 +181,13 @@ __global__ void __launch_bounds__(kBlockThreads)
 // The geometry of one cascade launch (arguments as launch_haar_cascade's), its blocks and bytes of
 // shared memory.
 template <typename Tin, typename Tfirst>
-CascadeGeom<Tfirst> cascade_geom(const Tin* in, int stride, int64_t in_plane_h, int64_t in_plane_w, int64_t planes,
-                                 int64_t hin, int64_t win, int levels, Tfirst* first, float* const* deeper,
-                                 const int64_t* hout, const int64_t* wout, int64_t* blocks_out, size_t* smem_out) {
+CascadeGeom<Tfirst> cascade_geom(const Tin* in, int64_t planes, int64_t hin, int64_t win, int levels, Tfirst* first,
+                                 float* const* deeper, const int64_t* hout, const int64_t* wout, int64_t* blocks_out,
+                                 size_t* smem_out) {
   CascadeGeom<Tfirst> g;
   g.first = first;
-  g.in_plane_h = in_plane_h; g.in_plane_w = in_plane_w; g.planes = planes;
-  g.hin = int(hin); g.win = int(win); g.stride = stride; g.levels = levels;
+  g.planes = planes;
+  g.hin = int(hin); g.win = int(win); g.levels = levels;
   // Smallest power-of-two tile that covers the plane and 2^levels, at most 32.
   int lt = levels;
   while (lt < 5 && ((int64_t(1) << lt) < hin || (int64_t(1) << lt) < win)) ++lt;
@@ -204,10 +198,9 @@ CascadeGeom<Tfirst> cascade_geom(const Tin* in, int stride, int64_t in_plane_h, 
   if (np > planes) np = int(planes);
   g.np = np;
   const int tiles_y = int((hin + T - 1) / T), tiles_x = int((win + T - 1) / T);
-  // Rows of 4 whole, 4-aligned elements: stride 1 (dy of a strided conv is read scattered),
-  // tiles of at least 4 columns, a row pitch and a base pointer that keep every quad aligned.
-  g.vec4 = stride == 1 && lt >= 2 && in_plane_w % 4 == 0 &&
-           reinterpret_cast<uintptr_t>(in) % (4 * sizeof(Tin)) == 0;
+  // Rows of 4 whole, 4-aligned elements: tiles of at least 4 columns, a row pitch and a base
+  // pointer that keep every quad aligned.
+  g.vec4 = lt >= 2 && win % 4 == 0 && reinterpret_cast<uintptr_t>(in) % (4 * sizeof(Tin)) == 0;
   g.per_group = FastDivmod(uint32_t(tiles_y) * uint32_t(tiles_x));
   g.tiles_x = FastDivmod(uint32_t(tiles_x));
   for (int j = 0; j < 5; ++j) {
@@ -217,8 +210,8 @@ CascadeGeom<Tfirst> cascade_geom(const Tin* in, int stride, int64_t in_plane_h, 
   }
   *blocks_out = (planes + np - 1) / np * tiles_y * tiles_x;
   *smem_out = size_t(2) * np * T * T * sizeof(float);
-  // One tile per plane at stride 1, rows not 4-element loads: the planes alone (haar_cascade_planes).
-  g.plane_path = tiles_y == 1 && tiles_x == 1 && stride == 1 && !g.vec4;
+  // One tile per plane, rows not 4-element loads: the planes alone (haar_cascade_planes).
+  g.plane_path = tiles_y == 1 && tiles_x == 1 && !g.vec4;
   if (g.plane_path) {
     for (int j = 0; j < levels; ++j) {
       // Rounded up to even except at the last level, whose blocks nothing reads (and whose grid may
@@ -244,14 +237,11 @@ cudaError_t launch_cascade_geom(const Tin* in, const CascadeGeom<Tfirst>& g, int
 }
 
 template <typename Tin, typename Tfirst>
-cudaError_t launch_haar_cascade(const Tin* in, int stride, int64_t in_plane_h, int64_t in_plane_w,
-                                int64_t planes, int64_t hin, int64_t win, int levels, Tfirst* first,
-                                float* const* deeper, const int64_t* hout, const int64_t* wout,
-                                cudaStream_t stream) {
+cudaError_t launch_haar_cascade(const Tin* in, int64_t planes, int64_t hin, int64_t win, int levels, Tfirst* first,
+                                float* const* deeper, const int64_t* hout, const int64_t* wout, cudaStream_t stream) {
   int64_t blocks;
   size_t smem;
-  const CascadeGeom<Tfirst> g =
-      cascade_geom(in, stride, in_plane_h, in_plane_w, planes, hin, win, levels, first, deeper, hout, wout, &blocks, &smem);
+  const CascadeGeom<Tfirst> g = cascade_geom(in, planes, hin, win, levels, first, deeper, hout, wout, &blocks, &smem);
   return launch_cascade_geom(in, g, blocks, smem, stream);
 }
 
@@ -261,10 +251,10 @@ cudaError_t launch_haar_cascade_pair(const CascadeInput<Tin, Tfirst>& a, const C
                                      const int64_t* wout, cudaStream_t stream) {
   int64_t blocks_a, blocks_b;
   size_t smem_a, smem_b;
-  const CascadeGeom<Tfirst> ga = cascade_geom(a.in, a.stride, a.plane_h, a.plane_w, planes, hin, win, levels, a.first,
-                                              a.deeper, hout, wout, &blocks_a, &smem_a);
-  const CascadeGeom<Tfirst> gb = cascade_geom(b.in, b.stride, b.plane_h, b.plane_w, planes, hin, win, levels, b.first,
-                                              b.deeper, hout, wout, &blocks_b, &smem_b);
+  const CascadeGeom<Tfirst> ga =
+      cascade_geom(a.in, planes, hin, win, levels, a.first, a.deeper, hout, wout, &blocks_a, &smem_a);
+  const CascadeGeom<Tfirst> gb =
+      cascade_geom(b.in, planes, hin, win, levels, b.first, b.deeper, hout, wout, &blocks_b, &smem_b);
   if (ga.plane_path && gb.plane_path) {
     haar_cascade_pair_kernel<Tin, Tfirst><<<unsigned(blocks_a + blocks_b), kBlockThreads,
                                             smem_a > smem_b ? smem_a : smem_b, stream>>>(a.in, ga, uint32_t(blocks_a),
@@ -278,9 +268,9 @@ cudaError_t launch_haar_cascade_pair(const CascadeInput<Tin, Tfirst>& a, const C
 
 // The forward keeps float chains; the backward stores level 1 in the activation type.
 #define WINCONV_CASCADE(TIN, TFIRST)                                                                        \
-  template cudaError_t launch_haar_cascade<TIN, TFIRST>(const TIN*, int, int64_t, int64_t, int64_t, int64_t, \
-                                                        int64_t, int, TFIRST*, float* const*, const int64_t*, \
-                                                        const int64_t*, cudaStream_t);             \
+  template cudaError_t launch_haar_cascade<TIN, TFIRST>(const TIN*, int64_t, int64_t, int64_t, int, TFIRST*,  \
+                                                        float* const*, const int64_t*, const int64_t*,         \
+                                                        cudaStream_t);                                        \
   template cudaError_t launch_haar_cascade_pair<TIN, TFIRST>(const CascadeInput<TIN, TFIRST>&,              \
                                                              const CascadeInput<TIN, TFIRST>&, int64_t,      \
                                                              int64_t, int64_t, int, const int64_t*,          \

@@ -27,27 +27,21 @@ template <typename T>
 cudaError_t launch_spread(const T* dy, T* full, int64_t planes, int64_t H, int64_t W, int64_t Ho, int64_t Wo, int s,
                           cudaStream_t stream);
 
-// Raw LL chain: from a plane of `in` (level a, size hin x win; for the first level of the dy
-// cascade `in` is dy on the strided output grid, read as the zero-filled full-resolution D)
-// write level a+1 to `first` (as Tfirst) and levels a+2..a+levels to deeper[0..levels-2] (float).
-// levels <= 5.
+// Raw LL chain: from the planes of `in` (level a, hin x win each) write level a+1 to `first` (as
+// Tfirst) and levels a+2..a+levels to deeper[0..levels-2] (float). levels <= 5.
 template <typename Tin, typename Tfirst>
-cudaError_t launch_haar_cascade(const Tin* in, int stride, int64_t in_plane_h, int64_t in_plane_w,
-                                int64_t planes, int64_t hin, int64_t win, int levels, Tfirst* first,
-                                float* const* deeper,
-                                const int64_t* hout, const int64_t* wout, cudaStream_t stream);
-// One input of launch_haar_cascade_pair: the activation (its plane, stride) and the chain it writes.
+cudaError_t launch_haar_cascade(const Tin* in, int64_t planes, int64_t hin, int64_t win, int levels, Tfirst* first,
+                                float* const* deeper, const int64_t* hout, const int64_t* wout, cudaStream_t stream);
+// One input of launch_haar_cascade_pair: the activation and the chain it writes.
 template <typename Tin, typename Tfirst>
 struct CascadeInput {
   const Tin* in;
-  int stride;
-  int64_t plane_h, plane_w;
   Tfirst* first;
   float* const* deeper;
 };
 // The first launches of two chains of one plan (the backward's x and dy): the same planes, sizes
-// and levels, each input with its own stride and outputs; one launch when both take the kPlane path
-// (one-tile planes at stride 1), else one each.
+// and levels, each input with its own outputs; one launch when both take the kPlane path
+// (one-tile planes), else one each.
 template <typename Tin, typename Tfirst>
 cudaError_t launch_haar_cascade_pair(const CascadeInput<Tin, Tfirst>& a, const CascadeInput<Tin, Tfirst>& b,
                                      int64_t planes, int64_t hin, int64_t win, int levels, const int64_t* hout,
@@ -119,9 +113,8 @@ cudaError_t launch_forward_base(const FwdBaseArgs<T>& a, size_t smem, cudaStream
 // Tc: the type of the level-(l-1) chains. The backward stores its level-1 chains (X_1, G_1, dX_1,
 // three quarter-size planes per input plane, the training step's largest temporaries) in the
 // activation type, and deeper levels in float, whose small grids make few-term gradient sums.
-// With `direct` (level 2, plan.bwd_level2_direct) xin and gin are the activations x (H x W) and dy
-// (Ho x Wo, spread onto x's grid when strided) and X_1, G_1 are formed on chip in float, never
-// rounded to 16 bits (plan.h says why).
+// With `direct` (level 2, plan.bwd_level2_direct) xin and gin are the activations x and dy (H x W)
+// and X_1, G_1 are formed on chip in float, never rounded to 16 bits (plan.h says why).
 template <typename Tc>
 struct BwdLevelArgs {
   const Tc* xin;      // X_{l-1} (or x)
@@ -136,7 +129,6 @@ struct BwdLevelArgs {
   LevelDivisors d;  // set by the launcher
   bool direct = false;
   int H = 0, W = 0;
-  int Ho = 0, Wo = 0, stride = 1;  // direct: dy's grid and the stride that spreads it onto x's
   bool vec4 = false;  // direct: W % 4 == 0 and x, dy 4-element aligned (set by the launcher)
   bool pairs = false;  // direct, 16-bit: stage block pairs with 16-byte loads (launcher: pair_staging)
   bool plane_tile = false;  // one tile per plane, not pairs: the kPlane instance (launcher: level_plane_tile)
@@ -152,14 +144,14 @@ struct BwdBaseArgs {
   T* dx;
   const float *w0, *s0, *w1, *s1;
   float* partial;     // [C][splits][kk + 1 + 4kk]
-  int B, C, H, W, Ho, Wo, h1, w1g, k, stride;
+  int B, C, H, W, h1, w1g, k;
   TileGeom g;
   int pitch;  // row pitch (floats) of the x and D pixel tiles (plan: pixel_pitch)
   // Index divisors, set by the launcher: pixel tile plane and row, coefficient halo plane and
   // row, level-1 strip jobs (columns, strips; qcols also counts the dx conv's column pairs, the
   // pixel tile being 2 tw wide), pixel strips (of kStripRows rows).
   FastDivmod pplane, prow, plane, row, qcols, qstrips, pstrips;
-  bool vec4;                 // quad staging (stride 1, W % 4 == 0, x and dy 4-element aligned)
+  bool vec4;                 // quad staging (W % 4 == 0, x and dy 4-element aligned)
   QuadDivisors<FastDivmod> quads;  // quad jobs over the eh rows of the pixel tile
   bool plane_tile = false;   // generic staging of the plane's pixels alone (StagedRegion; launcher)
   bool pair_sub;             // two columns per level-1 subband strip job (tw even)
@@ -171,7 +163,7 @@ struct BwdBaseArgs {
   size_t tma_smem = 0;       // from the plan; 0: no TMA
   bool tma = false;
   TileDivmod hplane, hrow;   // Haar pass: 2 x 4 pixel quads per plane (eh * ew / 2) and per row (ew / 2)
-  CUtensorMap xmap, dmap;    // W x H x C x B (dy: Wo x Ho, the same at stride 1)
+  CUtensorMap xmap, dmap;    // W x H x C x B
   // Level 2 fused (L = 2, plan.bwd_fused_smem > 0 and both maps encode; prepare_backward_base): no
   // level kernel, no dX_1; level 2's weights and scales here, its partials [C][splits][4kk].
   size_t fused_smem = 0;     // from the plan; 0: no fusion

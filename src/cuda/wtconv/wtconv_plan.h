@@ -360,15 +360,14 @@ WTCONV_HOST_DEVICE inline BwdBaseTmaLayout bwd_base_tma_layout(int k, int th, in
   return t;
 }
 
-// Whether the backward base stages with TMA, from the problem: a specialised k, fp32 at stride 1
-// (D is dy itself), rows a multiple of 16 bytes and every tile origin 2 (x0 - r) 16-byte aligned
-// (tw even, r even), so the boxes can be the pixel tiles (pitch a multiple of 4 floats, <= 256);
-// an even halo width (2 x 4 pixel quads); no resident block lost to the alignment. Returns the
-// shared memory, or 0.
-inline size_t bwd_base_tma_smem(const WtconvTile& t, int64_t W, int k, int s, int esize) {
+// Whether the backward base stages with TMA, from the problem: a specialised k, fp32, rows a
+// multiple of 16 bytes and every tile origin 2 (x0 - r) 16-byte aligned (tw even, r even), so the
+// boxes can be the pixel tiles (pitch a multiple of 4 floats, <= 256); an even halo width (2 x 4
+// pixel quads); no resident block lost to the alignment. Returns the shared memory, or 0.
+inline size_t bwd_base_tma_smem(const WtconvTile& t, int64_t W, int k, int esize) {
   const int r = k / 2, ew = t.tw + 2 * r;
   const BwdBaseTmaLayout l = bwd_base_tma_layout(k, t.th, t.tw, t.np, t.pixel_pitch);
-  if (!specialised_kernel_size(k) || esize != 4 || s != 1 || W % 4 != 0 || t.tw % 2 != 0 || r % 2 != 0 ||
+  if (!specialised_kernel_size(k) || esize != 4 || W % 4 != 0 || t.tw % 2 != 0 || r % 2 != 0 ||
       ew % 2 != 0 || t.pixel_pitch % 4 != 0 || t.pixel_pitch > 256 || l.ph > 256 || t.np > 256)
     return 0;
   if (!layout_keeps_blocks(l.bytes, t.smem, bwd_base_blocks_per_sm(k))) return 0;
@@ -454,13 +453,13 @@ inline bool bwd_fused_quads_ok(const BwdFusedLayout& l, int k, int th, int tw) {
 // Floats of the correlation partials of the fused backward (level 1, base, level 2: 12k jobs).
 WTCONV_HOST_DEVICE constexpr int bwd_fused_red_floats(int k) { return corr_parts_per_warp(k) * (12 * k * k + 4); }
 // Whether the backward of an L = 2 problem fuses level 2 into the base kernel (its level kernel,
-// the dX_1 round trip and its second read of x and dy disappear): stride 1, k = 5 (the specialised
-// size with even r, whose box origins stay 16-byte aligned), tw % 4 == 0 (level 2's tile in column
+// the dX_1 round trip and its second read of x and dy disappear): k = 5 (the specialised size
+// with even r, whose box origins stay 16-byte aligned), tw % 4 == 0 (level 2's tile in column
 // pairs), th even, rows of whole 16 bytes, box sides <= 256, 16-bit boxes fitting the regions they
 // borrow (G_1 for x; dY_1 and dY_2 for dy), the partials fitting in the pixel tiles, and the layout
 // keeping the resident blocks of the unfused kernel. Returns the shared memory, or 0.
-inline size_t bwd_fused_smem(const WtconvTile& t, int L, int64_t W, int k, int s, int esize) {
-  if (L != 2 || s != 1 || k != 5 || t.th % 2 != 0 || t.tw % 4 != 0 || (W * esize) % 16 != 0) return 0;
+inline size_t bwd_fused_smem(const WtconvTile& t, int L, int64_t W, int k, int esize) {
+  if (L != 2 || k != 5 || t.th % 2 != 0 || t.tw % 4 != 0 || (W * esize) % 16 != 0) return 0;
   const BwdFusedLayout l = bwd_fused_layout(k, t.th, t.tw, t.np, esize);
   if (l.box_rows > 256 || l.box_pitch > 256 || t.np > 256) return 0;
   if (l.copy && (l.box_bytes > l.y2s - l.gs || l.box_bytes > l.end - l.dz)) return 0;
@@ -544,19 +543,17 @@ inline WtconvTile pick_bwd_base_tile(int64_t B, int64_t C, int64_t h1, int64_t w
 // elements for fp32 (N = x's elements), against N when the level kernel reads x itself and forms
 // X_1 on chip (its halo, four times larger in pixels, is re-read mostly from L2). With L >= 3 a
 // cascade must read x anyway for X_2.., and X_1 is then the cheaper input of level 2. The
-// backward does the same for G_1 = LL(D) when D is dy itself (stride 1); in fp32 a strided dy
-// keeps both cascades. With 16-bit activations (esize 2) the backward's level 2 reads x and dy at
-// every L >= 2 and stride (a strided dy on its own grid), and its cascades write X_2.. and G_2..
-// alone: a stored X_1 and G_1 would be rounded to 16 bits, a 2^-9 error (bf16) in every level >= 2
-// gradient term that gradient sums with cancellation (small grids, few planes) lifted above 1e-2
-// relative error, and storing them in float instead raised the step's peak memory above the
-// official fused module's (docs/wtconv.md, notes 56 and 57). Read from x and dy they are formed in
-// float, and need no workspace. (The API runs every strided backward on the full grid, WtconvRun
-// below, so its strided-dy cases are reached only by plans made at stride > 1 directly.)
-inline bool level2_reads_activations(int levels, int stride, bool backward, int esize = 4) {
+// backward does the same for G_1 = LL(dy) (it runs at stride 1 only: a strided backward runs on
+// the full grid, WtconvRun below). With 16-bit activations (esize 2) the backward's level 2 reads
+// x and dy at every L >= 2, and its cascades write X_2.. and G_2.. alone: a stored X_1 and G_1
+// would be rounded to 16 bits, a 2^-9 error (bf16) in every level >= 2 gradient term that gradient
+// sums with cancellation (small grids, few planes) lifted above 1e-2 relative error, and storing
+// them in float instead raised the step's peak memory above the official fused module's
+// (docs/wtconv.md, notes 56 and 57). Read from x and dy they are formed in float, and need no
+// workspace.
+inline bool level2_reads_activations(int levels, bool backward, int esize = 4) {
   if (!backward) return levels == 2;
-  // 16-bit at any stride: a strided dy is read on its own grid, spread onto x's (zeros between).
-  return (levels == 2 && stride == 1) || (levels >= 2 && esize == 2);
+  return levels == 2 || (levels >= 2 && esize == 2);
 }
 
 // Splits of level l's gradient partials: the level kernel's, or for level 2 of a backward that may
@@ -567,7 +564,9 @@ inline int bwd_level_partial_splits(const WtconvPlan& plan, int l) {
   return l == 2 && plan.bwd_fused_smem > 0 && plan.bwd_base.splits > n ? plan.bwd_base.splits : n;
 }
 
-// Assumes wtconv_validate(problem) passed.
+// Assumes wtconv_validate(problem) passed. The backward fields do not depend on the stride: the
+// backward kernels run at stride 1 only, a strided backward on its stride-1 twin's plan over the
+// full grid (make_wtconv_run), so a plan made at stride > 1 holds that twin's backward fields.
 inline WtconvPlan make_wtconv_plan(const WtconvProblem& p) {
   WtconvPlan plan;
   plan.B = p.batch; plan.C = p.channels; plan.H = p.height; plan.W = p.width;
@@ -589,13 +588,12 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p) {
   plan.bwd_base = pick_bwd_base_tile(plan.B, plan.C, plan.hl[1], plan.wl[1], plan.k);
   plan.fwd_base_tma_smem = fwd_base_tma_smem(plan.fwd_base, plan.W, plan.k, plan.stride, int(plan.chain_bytes),
                                              fwd_base_blocks_per_sm(plan.k));
-  plan.bwd_base_tma_smem =
-      bwd_base_tma_smem(plan.bwd_base, plan.W, plan.k, plan.stride, int(plan.chain_bytes));
+  plan.bwd_base_tma_smem = bwd_base_tma_smem(plan.bwd_base, plan.W, plan.k, int(plan.chain_bytes));
   plan.fwd_fused_smem = fwd_fused_smem(plan.fwd_base, plan.L, plan.W, plan.k, plan.stride, int(plan.chain_bytes),
                                        fwd_base_blocks_per_sm(plan.k));
-  plan.bwd_fused_smem = bwd_fused_smem(plan.bwd_base, plan.L, plan.W, plan.k, plan.stride, int(plan.chain_bytes));
-  plan.fwd_level2_direct = level2_reads_activations(plan.L, plan.stride, false);
-  plan.bwd_level2_direct = level2_reads_activations(plan.L, plan.stride, true, int(plan.chain_bytes));
+  plan.bwd_fused_smem = bwd_fused_smem(plan.bwd_base, plan.L, plan.W, plan.k, int(plan.chain_bytes));
+  plan.fwd_level2_direct = level2_reads_activations(plan.L, false);
+  plan.bwd_level2_direct = level2_reads_activations(plan.L, true, int(plan.chain_bytes));
   for (int l = 2; l <= plan.L; ++l) {
     // Level 2 reading the activations stages 4x its tile in pixels: larger tiles, less halo.
     const bool fd = plan.level_reads_activations(l, false), bd = plan.level_reads_activations(l, true);
@@ -676,7 +674,8 @@ inline WtconvRun make_wtconv_run(const WtconvProblem& p, bool backward) {
 // HBM bytes one forward / one backward moves (docs/wtconv.md, "Bytes moved per step"): every
 // activation read or written once, the LL chains (float; the backward's level 1 in the activation
 // type) and residuals written and read once, the gradient partials written and read once; halo
-// re-reads (served mostly by L2) not counted.
+// re-reads (served mostly by L2) not counted. The backward runs at stride 1, so dy has x's N
+// elements (a strided backward runs on the full grid: run_io_bytes).
 inline void plan_io_bytes(const WtconvPlan& plan, size_t e, uint64_t* forward, uint64_t* backward) {
   const uint64_t planes = uint64_t(plan.B * plan.C);
   auto n = [&](int l) { return planes * uint64_t(plan.hl[l]) * uint64_t(plan.wl[l]); };
@@ -684,7 +683,7 @@ inline void plan_io_bytes(const WtconvPlan& plan, size_t e, uint64_t* forward, u
   const int L = plan.L;
   uint64_t chain = 0;
   for (int l = 1; l < L; ++l) chain += n(l);
-  uint64_t fwd = N * e + No * e, bwd = (2 * N + No) * e;  // base kernels
+  uint64_t fwd = N * e + No * e, bwd = 3 * N * e;  // base kernels
   // A fused L = 2 forward (fwd_fused_smem) moves x and y alone, a fused backward (bwd_fused_smem)
   // x, dy and dx: level 2 runs in the base kernel.
   const bool fused = plan.fwd_fused_smem > 0, bfused = plan.bwd_fused_smem > 0;
@@ -694,7 +693,7 @@ inline void plan_io_bytes(const WtconvPlan& plan, size_t e, uint64_t* forward, u
     if (!plan.fwd_level2_direct) fwd += N * e + 4 * chain;  // cascade of x
     // cascades of x and dy (level 1 in e bytes unless level 2 reads x and dy, deeper in 4)
     if (!plan.bwd_level2_direct || L >= 3)
-      bwd += (N + No) * e + 2 * ((plan.bwd_level2_direct ? 0 : e * n(1)) + 4 * (chain - n(1)));
+      bwd += 2 * N * e + 2 * ((plan.bwd_level2_direct ? 0 : e * n(1)) + 4 * (chain - n(1)));
   }
   for (int l = 2; l <= L; ++l) {
     // Level 2 reads X_1 (or x) and writes R_1; the backward reads X_1 and G_1 (or x and dy) and
@@ -702,7 +701,7 @@ inline void plan_io_bytes(const WtconvPlan& plan, size_t e, uint64_t* forward, u
     const bool fd = plan.level_reads_activations(l, false), bd = plan.level_reads_activations(l, true);
     if (!fused) fwd += (fd ? N * e : 4 * n(l - 1)) + 4 * n(l - 1) + (l < L ? 4 * n(l) : 0);
     if (!bfused)
-      bwd += (bd ? (N + No) * e : (l == 2 ? e : 4) * 2 * n(l - 1)) + (l == 2 ? e : 4) * n(l - 1) + (l < L ? 4 * n(l) : 0);
+      bwd += (bd ? 2 * N * e : (l == 2 ? e : 4) * 2 * n(l - 1)) + (l == 2 ? e : 4) * n(l - 1) + (l < L ? 4 * n(l) : 0);
   }
   const int kk = plan.k * plan.k;
   uint64_t partials = uint64_t(plan.C) * plan.bwd_base.splits * (5 * kk + 1);
