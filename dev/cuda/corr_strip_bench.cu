@@ -3,9 +3,10 @@
 // most of the WTConv backward's FMAs. A thread owns C kernel rows and M g rows at a time; per four
 // positions it loads one 16-byte quad of each of its M g rows and of the M + C - 1 x rows they
 // meet, for 20 M C multiply-adds (the kernels today: C = M = 1); corr_seg_kernel gives a thread all
-// five kernel rows on a column segment of one g row or of one x row. How close each gets to the
-// FP32 FMA rate bounds what larger correlation tiles can give (docs/wtconv.md, perf notes 38 and
-// 40); not part of the library.
+// five kernel rows on a column segment of one g row or of one x row; corr_col_kernel all five
+// kernel rows walking down a column segment, the x rows in a register ring. How close each gets to
+// the FP32 FMA rate bounds what larger correlation tiles can give (docs/wtconv.md, perf notes 38,
+// 40 and 61); not part of the library.
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a --resource-usage \
 //     dev/cuda/corr_strip_bench.cu -o corr_strip_bench
 //   ./corr_strip_bench [planes [H [W]]]     (default: big_L2's 2048 planes of 512 x 512)
@@ -146,6 +147,22 @@ __global__ void __launch_bounds__((K / C) * (TH / M), MINB)
   }
 }
 
+// The block's 25 sums of per-thread K x K totals (fixed order) into partial[blockIdx.x], through
+// `red` (THREADS x 25 floats of the tiles, free after the last pass).
+template <int THREADS>
+__device__ __forceinline__ void block_sums(const float (&acc)[K][K], float* red, float* __restrict__ partial) {
+#pragma unroll
+  for (int i = 0; i < K; ++i)
+#pragma unroll
+    for (int j = 0; j < K; ++j) red[threadIdx.x * K * K + i * K + j] = acc[i][j];
+  __syncthreads();
+  for (int e = threadIdx.x; e < K * K; e += THREADS) {  // blocks of fewer than 25 threads too
+    float s = 0.f;
+    for (int r = 0; r < THREADS; ++r) s += red[r * K * K + e];
+    partial[size_t(blockIdx.x) * K * K + e] = s;
+  }
+}
+
 // All K kernel rows per thread, on one column segment (SEG columns) of a tile row, two ways:
 // - kXRow false: the thread owns one g row and meets the K x rows below it (the C = K, M = 1
 //   case above with the columns split, so that a tile has more threads): per four positions one
@@ -219,16 +236,65 @@ __global__ void __launch_bounds__((TH + (kXRow ? K - 1 : 0)) * (TW / SEG), MINB)
       }
     }
   });
+  block_sums<THREADS>(acc, red, partial);
+}
+
+// All K kernel rows per thread, walking down a column segment of QW quads (4 QW g columns) over
+// TR g rows: the K x rows a g row meets stay in a register ring, so each g row costs one new x row
+// (QW + 1 quads) and QW g quads for 100 QW multiply-adds, against K + 1 quads per 100 when the
+// thread walks along a row (corr_seg_kernel) and 2 per 20 in the kernels' 1 x 1 form. The ring's
+// slots are compile-time (the row loop is unrolled whole), so no register moves. The price: 25 sums,
+// 20 QW + 20 ring floats and 4 QW g values in registers, and K - 1 priming rows per run of TR.
+template <int QW, int TR, int TH, int TW, int MINB>
+__global__ void __launch_bounds__((TW / (4 * QW)) * (TH / TR), MINB)
+    corr_col_kernel(const float* __restrict__ x, const float* __restrict__ g, float* __restrict__ partial,
+                    int planes, int H, int W, int splits) {
+  static_assert(TW % (4 * QW) == 0 && TH % TR == 0, "whole segments and runs");
+  constexpr int SEGS = TW / (4 * QW), THREADS = SEGS * (TH / TR), XP = kXPitch<TW>, GP = kGPitch<TW>;
+  constexpr int XW = 4 * QW + 4;  // x columns a segment meets
+  constexpr int kTiles = (TH + K - 1) * XP + TH * GP;
+  static_assert(THREADS * K * K <= kTiles, "the sums fit in the tiles");
+  __shared__ __align__(16) float smem[kTiles];
+  float* const xt = smem;
+  float* const gt = smem + (TH + K - 1) * XP;
+  float* const red = smem;
+  const int seg = threadIdx.x % SEGS, run = threadIdx.x / SEGS;  // neighbouring lanes: neighbouring segments
+  float acc[K][K];
 #pragma unroll
   for (int i = 0; i < K; ++i)
 #pragma unroll
-    for (int j = 0; j < K; ++j) red[threadIdx.x * K * K + i * K + j] = acc[i][j];
-  __syncthreads();
-  if (threadIdx.x < K * K) {
-    float s = 0.f;
-    for (int r = 0; r < THREADS; ++r) s += red[r * K * K + threadIdx.x];
-    partial[size_t(blockIdx.x) * K * K + threadIdx.x] = s;
-  }
+    for (int j = 0; j < K; ++j) acc[i][j] = 0.f;
+  for_each_tile_pass<TH, TW, 0, THREADS>(xt, gt, x, g, H, W, splits, [&](int off) {
+    const float* xr = xt + off + run * TR * XP + seg * 4 * QW;  // x tile row t meets g row t - i
+    const float* gr = gt + off + run * TR * GP + seg * 4 * QW;
+    float ring[K][XW];
+    auto load_x = [&](int slot, int row) {
+#pragma unroll
+      for (int q = 0; q < QW + 1; ++q) {
+        const float4 v = lds4(xr + row * XP + 4 * q);
+        ring[slot][4 * q] = v.x; ring[slot][4 * q + 1] = v.y; ring[slot][4 * q + 2] = v.z; ring[slot][4 * q + 3] = v.w;
+      }
+    };
+#pragma unroll
+    for (int t = 0; t < K - 1; ++t) load_x(t, t);
+#pragma unroll
+    for (int t = 0; t < TR; ++t) {
+      load_x((t + K - 1) % K, t + K - 1);
+      float gv[4 * QW];
+#pragma unroll
+      for (int q = 0; q < QW; ++q) {
+        const float4 v = lds4(gr + t * GP + 4 * q);
+        gv[4 * q] = v.x; gv[4 * q + 1] = v.y; gv[4 * q + 2] = v.z; gv[4 * q + 3] = v.w;
+      }
+#pragma unroll
+      for (int i = 0; i < K; ++i)
+#pragma unroll
+        for (int v = 0; v < 4 * QW; ++v)
+#pragma unroll
+          for (int j = 0; j < K; ++j) acc[i][j] = fmaf(gv[v], ring[(t + i) % K][v + j], acc[i][j]);
+    }
+  });
+  block_sums<THREADS>(acc, red, partial);
 }
 
 template <typename Kernel>
@@ -278,6 +344,13 @@ Result run_seg(const char* name, const float* dx, const float* dg, float* dpart,
                     TW, dx, dg, dpart, planes, H, W, hx, hg);
 }
 
+template <int QW, int TR, int TH, int TW, int MINB>
+Result run_col(const char* name, const float* dx, const float* dg, float* dpart, int planes, int H, int W,
+               const std::vector<float>& hx, const std::vector<float>& hg) {
+  return run_kernel(name, corr_col_kernel<QW, TR, TH, TW, MINB>, (TW / (4 * QW)) * (TH / TR), TH, TW, dx, dg, dpart,
+                    planes, H, W, hx, hg);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -302,6 +375,16 @@ int main(int argc, char** argv) {
   rs.push_back(run_seg<true, 28, 64, 16, 6>("xrow seg16 28x64 128t b6", dx, dg, dpart, planes, H, W, hx, hg));
   rs.push_back(run_seg<true, 28, 64, 32, 8>("xrow seg32 28x64 64t", dx, dg, dpart, planes, H, W, hx, hg));
   rs.push_back(run_seg<true, 60, 64, 16, 3>("xrow seg16 60x64 256t", dx, dg, dpart, planes, H, W, hx, hg));
+  // All five kernel rows per thread, walking down columns: QW quads wide, runs of TR g rows.
+  rs.push_back(run_col<1, 8, 64, 64, 4>("col q1 run8 64x64 128t", dx, dg, dpart, planes, H, W, hx, hg));
+  rs.push_back(run_col<1, 8, 32, 64, 8>("col q1 run8 32x64 64t", dx, dg, dpart, planes, H, W, hx, hg));
+  rs.push_back(run_col<1, 4, 32, 64, 4>("col q1 run4 32x64 128t", dx, dg, dpart, planes, H, W, hx, hg));
+  rs.push_back(run_col<1, 4, 32, 64, 6>("col q1 run4 32x64 128t b6", dx, dg, dpart, planes, H, W, hx, hg));
+  rs.push_back(run_col<1, 16, 64, 64, 5>("col q1 run16 64x64 64t", dx, dg, dpart, planes, H, W, hx, hg));
+  rs.push_back(run_col<1, 16, 32, 64, 8>("col q1 run16 32x64 32t", dx, dg, dpart, planes, H, W, hx, hg));
+  rs.push_back(run_col<1, 8, 16, 32, 8>("col q1 run8 16x32 16t", dx, dg, dpart, planes, H, W, hx, hg));
+  rs.push_back(run_col<2, 8, 64, 64, 4>("col q2 run8 64x64 64t", dx, dg, dpart, planes, H, W, hx, hg));
+  rs.push_back(run_col<2, 16, 64, 64, 4>("col q2 run16 64x64 32t", dx, dg, dpart, planes, H, W, hx, hg));
   std::printf("5x5 weight-gradient correlation fp32, %d planes of %d x %d, %d passes per tile (%.3g GFLOP)\n",
               planes, H, W, REPS, 2.0 * REPS * K * K * n / 1e9);
   const int bad = strip_bench::print_results(rs, 1e-4);  // float sums of ~2e6 products per entry
