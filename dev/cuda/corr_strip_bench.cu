@@ -27,7 +27,12 @@ namespace {
 
 using strip_bench::Result;
 
-constexpr int K = 5, REPS = 8;
+// Passes per staged tile; -DCORR_BENCH_REPS=32 all but removes the staging from the timing, to
+// read each form's loop alone.
+#ifndef CORR_BENCH_REPS
+#define CORR_BENCH_REPS 8
+#endif
+constexpr int K = 5, REPS = CORR_BENCH_REPS;
 
 __device__ __forceinline__ float4 lds4(const float* p) { return *reinterpret_cast<const float4*>(p); }
 

@@ -27,7 +27,11 @@ constexpr int K = 5, HALO = K - 1;
 // with one, the run would be bound by HBM (8 bytes per output against 50 FLOPs), and what is
 // measured here is the convolution's issue rate, as in the WTConv kernels, which convolve each
 // staged tile 2.25 times (base, level 1, level 2) and correlate it as often.
-constexpr int REPS = 8, FS = (K * K + 3) / 4 * 4;
+// -DDWCONV_BENCH_REPS=32 all but removes the staging from the timing, to read the strips alone.
+#ifndef DWCONV_BENCH_REPS
+#define DWCONV_BENCH_REPS 8
+#endif
+constexpr int REPS = DWCONV_BENCH_REPS, FS = (K * K + 3) / 4 * 4;
 
 // One input row's NC + K - 1 floats at p, which sits 2 floats past a 16-byte boundary (the
 // tile's columns start 4 pixels left of the tile, so that it stages with aligned 16-byte loads,
