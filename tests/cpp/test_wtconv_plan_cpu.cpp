@@ -621,6 +621,68 @@ TEST(WtconvPlan, LargeFusedPlanesTakeTheFixedTiles) {
   EXPECT_FALSE(bwd_fused_quads_ok(bwd_fused_layout(5, 16, 20, 1, 4), 5, 16, 20));
 }
 
+// Base tiles that cover their grid poorly are halved on both sides (halve_poorly_covering_tile),
+// only where that was measured to pay: stride 1, neither TMA staging nor fusion, coverage below
+// kPoorCoverage and at least kHalvedCoverage after halving. The benchmark shapes keep the
+// power-of-two tiles.
+TEST(WtconvPlan, PoorlyCoveredPlanesTakeHalvedBaseTiles) {
+  EXPECT_DOUBLE_EQ(tile_coverage(64, 128, 32, 64), 1.0);
+  EXPECT_NEAR(tile_coverage(69, 73, 32, 64), 69.0 * 73 / (96 * 128), 1e-12);
+  auto problem = [](int64_t B, int64_t C, int64_t H, int64_t W, int k, int L, int s, Precision prec) {
+    WtconvProblem p;
+    p.batch = B; p.channels = C; p.height = H; p.width = W; p.kernel_size = k; p.levels = L; p.stride = s;
+    p.precision = prec;
+    return p;
+  };
+  // 69 x 73 (rows off the 16-byte rule: no TMA, no fusion): 41% and 42% coverage -> halved.
+  for (Precision prec : {Precision::kFP32, Precision::kFP16}) {
+    const WtconvPlan a = make_wtconv_plan(problem(16, 384, 69, 73, 3, 2, 1, prec));
+    EXPECT_EQ(a.fwd_base.th, 16);
+    EXPECT_EQ(a.fwd_base.tw, 32);
+    EXPECT_EQ(a.bwd_base.th, 8);
+    EXPECT_EQ(a.bwd_base.tw, 16);
+    EXPECT_EQ(a.fwd_base_tma_smem, 0u);
+    EXPECT_EQ(a.fwd_fused_smem, 0u);
+  }
+  // The same plane with TMA staging (k 3, rows of whole 16 bytes) or fused (k 5, L 2) keeps the
+  // rule's tiles, as does a strided forward.
+  const WtconvPlan tma = make_wtconv_plan(problem(16, 384, 69, 76, 3, 2, 1, Precision::kFP32));
+  EXPECT_GT(tma.fwd_base_tma_smem, 0u);
+  EXPECT_EQ(tma.fwd_base.th, 32);
+  EXPECT_EQ(tma.fwd_base.tw, 64);
+  const WtconvPlan fused = make_wtconv_plan(problem(16, 64, 69, 76, 5, 2, 1, Precision::kFP32));
+  EXPECT_GT(fused.fwd_fused_smem, 0u);
+  EXPECT_GT(fused.bwd_fused_smem, 0u);
+  EXPECT_EQ(fused.fwd_base.tw, 64);
+  EXPECT_EQ(fused.bwd_base.tw, 32);
+  // Stride 2: 17 x 97 outputs in the 16 x 32 tiles of its cap cover 40% (halved: 61%), unmeasured.
+  const WtconvPlan strided = make_wtconv_plan(problem(16, 384, 34, 194, 3, 2, 2, Precision::kFP32));
+  EXPECT_EQ(strided.Wo, 97);
+  EXPECT_LT(tile_coverage(strided.Ho, strided.Wo, 16, 32), kPoorCoverage);
+  EXPECT_EQ(strided.fwd_base.th, 16);
+  EXPECT_EQ(strided.fwd_base.tw, 32);
+  // 54 x 87 covers 57%: kept.
+  const WtconvPlan mid = make_wtconv_plan(problem(16, 160, 54, 87, 5, 1, 1, Precision::kFP32));
+  EXPECT_EQ(mid.fwd_base.th, 32);
+  EXPECT_EQ(mid.fwd_base.tw, 64);
+  EXPECT_EQ(mid.bwd_base.th, 16);
+  EXPECT_EQ(mid.bwd_base.tw, 32);
+  // The benchmark shapes (bench/wtconv_shapes.csv) keep the power-of-two tiles, in every precision.
+  const int64_t bench[][6] = {{64, 96, 56, 56, 5, 5},   {64, 192, 28, 28, 5, 4}, {64, 384, 14, 14, 5, 3},
+                              {64, 768, 7, 7, 5, 2},    {8, 64, 256, 256, 5, 1}, {8, 64, 256, 256, 5, 3},
+                              {8, 64, 256, 256, 5, 5},  {16, 128, 512, 512, 5, 2}};
+  for (Precision prec : {Precision::kFP32, Precision::kFP16, Precision::kBF16})
+    for (const auto& b : bench) {
+      const WtconvProblem p = problem(b[0], b[1], b[2], b[3], int(b[4]), int(b[5]), 1, prec);
+      SCOPED_TRACE(describe(p));
+      const WtconvPlan plan = make_wtconv_plan(p);
+      EXPECT_EQ(plan.fwd_base.th, pow2_at_least(p.height, 32));
+      EXPECT_EQ(plan.fwd_base.tw, pow2_at_least(p.width, 64));
+      EXPECT_EQ(plan.bwd_base.th, pow2_at_least(plan.hl[1], 16));
+      EXPECT_EQ(plan.bwd_base.tw, pow2_at_least(plan.wl[1], 32));
+    }
+}
+
 }  // namespace
 }  // namespace wtconv_detail
 }  // namespace winconv

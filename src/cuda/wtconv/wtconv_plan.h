@@ -500,13 +500,15 @@ inline WtconvTile pick_level_tile(bool backward, int64_t B, int64_t C, int64_t g
   return t;
 }
 
-inline WtconvTile pick_fwd_base_tile(int64_t B, int64_t C, int64_t Ho, int64_t Wo, int k, int s) {
+// th, tw > 0: that tile instead of the rule's (before the shared-memory fit); for tile sweeps.
+inline WtconvTile pick_fwd_base_tile(int64_t B, int64_t C, int64_t Ho, int64_t Wo, int k, int s, int th = 0,
+                                     int tw = 0) {
   WtconvTile t;
   const int cap = s >= 32 ? 1 : 32 / s;
   // Twice as wide as tall: halves the halo share of the staging and the per-item overhead
   // (32 x 64 outputs measured 20% faster than 32 x 32 on the large shapes).
-  t.th = pow2_at_least(Ho, cap);
-  t.tw = pow2_at_least(Wo, 2 * cap);
+  t.th = th > 0 ? th : pow2_at_least(Ho, cap);
+  t.tw = tw > 0 ? tw : pow2_at_least(Wo, 2 * cap);
   const auto bytes = [&] { return fwd_base_smem_floats(k, s, t.th, t.tw, t.np) * 4; };
   fit_tile(t, B, 1024 / (t.th * t.tw), bytes);
   t.smem = bytes();
@@ -514,11 +516,11 @@ inline WtconvTile pick_fwd_base_tile(int64_t B, int64_t C, int64_t Ho, int64_t W
   return t;
 }
 
-inline WtconvTile pick_bwd_base_tile(int64_t B, int64_t C, int64_t h1, int64_t w1, int k) {
+inline WtconvTile pick_bwd_base_tile(int64_t B, int64_t C, int64_t h1, int64_t w1, int k, int th = 0, int tw = 0) {
   WtconvTile t;
   // 16 x 32 coefficients (32 x 64 pixels), wide for the same reason as the forward tile.
-  t.th = pow2_at_least(h1, 16);
-  t.tw = pow2_at_least(w1, 32);
+  t.th = th > 0 ? th : pow2_at_least(h1, 16);
+  t.tw = tw > 0 ? tw : pow2_at_least(w1, 32);
   const auto bytes = [&](int pitch) { return bwd_base_smem_floats(k, t.th, t.tw, t.np, pitch) * 4; };
   const auto plain = [&] { return 2 * (t.tw + 2 * (k / 2)); };
   fit_tile(t, B, kBlockThreads / (t.th * t.tw), [&] { return bytes(plain()); });
@@ -564,10 +566,32 @@ inline int bwd_level_partial_splits(const WtconvPlan& plan, int l) {
   return l == 2 && plan.bwd_fused_smem > 0 && plan.bwd_base.splits > n ? plan.bwd_base.splits : n;
 }
 
+// The share of a tiling's computed outputs (or coefficients) that lie inside the gh x gw grid.
+inline double tile_coverage(int64_t gh, int64_t gw, int th, int tw) {
+  return double(gh) * double(gw) / (double(ceil_div(gh, th) * th) * double(ceil_div(gw, tw) * tw));
+}
+// Whether a base tile covers its grid so poorly (a grid just past a multiple of the tile: 69 x 73
+// outputs in 32 x 64 tiles keep 41% of what they compute) that the tile halved on both sides runs
+// faster. Measured on the H200 (perf note 64): at 41% coverage, halved tiles 13-15% faster forward
+// and 10-14% backward; at 51-57% coverage mostly slower (up to 1.36x, fewer and shorter items on
+// small problems), so the bar is well below that.
+constexpr double kPoorCoverage = 0.45, kHalvedCoverage = 0.6;
+inline bool halve_poorly_covering_tile(const WtconvTile& t, int64_t gh, int64_t gw) {
+  return t.th >= 16 && t.tw >= 16 && tile_coverage(gh, gw, t.th, t.tw) < kPoorCoverage &&
+         tile_coverage(gh, gw, t.th / 2, t.tw / 2) >= kHalvedCoverage;
+}
+
+// Base tiles a caller asks for instead of the rule's (0: the rule's), for tile sweeps
+// (dev/cuda/wtconv_tile_sweep.cu); the API never sets them.
+struct WtconvTileHint {
+  int fwd_th = 0, fwd_tw = 0;  // forward base, outputs
+  int bwd_th = 0, bwd_tw = 0;  // backward base, level-1 coefficients
+};
+
 // Assumes wtconv_validate(problem) passed. The backward fields do not depend on the stride: the
 // backward kernels run at stride 1 only, a strided backward on its stride-1 twin's plan over the
 // full grid (make_wtconv_run), so a plan made at stride > 1 holds that twin's backward fields.
-inline WtconvPlan make_wtconv_plan(const WtconvProblem& p) {
+inline WtconvPlan make_wtconv_plan(const WtconvProblem& p, const WtconvTileHint& hint = {}) {
   WtconvPlan plan;
   plan.B = p.batch; plan.C = p.channels; plan.H = p.height; plan.W = p.width;
   plan.Ho = p.out_height(); plan.Wo = p.out_width();
@@ -584,14 +608,28 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p) {
   };
   const int kk = plan.k * plan.k;
 
-  plan.fwd_base = pick_fwd_base_tile(plan.B, plan.C, plan.Ho, plan.Wo, plan.k, plan.stride);
-  plan.bwd_base = pick_bwd_base_tile(plan.B, plan.C, plan.hl[1], plan.wl[1], plan.k);
-  plan.fwd_base_tma_smem = fwd_base_tma_smem(plan.fwd_base, plan.W, plan.k, plan.stride, int(plan.chain_bytes),
-                                             fwd_base_blocks_per_sm(plan.k));
-  plan.bwd_base_tma_smem = bwd_base_tma_smem(plan.bwd_base, plan.W, plan.k, int(plan.chain_bytes));
-  plan.fwd_fused_smem = fwd_fused_smem(plan.fwd_base, plan.L, plan.W, plan.k, plan.stride, int(plan.chain_bytes),
-                                       fwd_base_blocks_per_sm(plan.k));
-  plan.bwd_fused_smem = bwd_fused_smem(plan.bwd_base, plan.L, plan.W, plan.k, int(plan.chain_bytes));
+  auto set_fwd_base = [&](int th, int tw) {
+    plan.fwd_base = pick_fwd_base_tile(plan.B, plan.C, plan.Ho, plan.Wo, plan.k, plan.stride, th, tw);
+    plan.fwd_base_tma_smem = fwd_base_tma_smem(plan.fwd_base, plan.W, plan.k, plan.stride, int(plan.chain_bytes),
+                                               fwd_base_blocks_per_sm(plan.k));
+    plan.fwd_fused_smem = fwd_fused_smem(plan.fwd_base, plan.L, plan.W, plan.k, plan.stride, int(plan.chain_bytes),
+                                         fwd_base_blocks_per_sm(plan.k));
+  };
+  auto set_bwd_base = [&](int th, int tw) {
+    plan.bwd_base = pick_bwd_base_tile(plan.B, plan.C, plan.hl[1], plan.wl[1], plan.k, th, tw);
+    plan.bwd_base_tma_smem = bwd_base_tma_smem(plan.bwd_base, plan.W, plan.k, int(plan.chain_bytes));
+    plan.bwd_fused_smem = bwd_fused_smem(plan.bwd_base, plan.L, plan.W, plan.k, int(plan.chain_bytes));
+  };
+  set_fwd_base(hint.fwd_th, hint.fwd_tw);
+  set_bwd_base(hint.bwd_th, hint.bwd_tw);
+  // A plane the rule's tile covers poorly takes the tile halved on both sides (stride 1, staged
+  // without TMA and unfused, the case measured: docs/wtconv.md, perf note 64).
+  if (hint.fwd_th == 0 && hint.fwd_tw == 0 && plan.stride == 1 && plan.fwd_base_tma_smem == 0 &&
+      plan.fwd_fused_smem == 0 && halve_poorly_covering_tile(plan.fwd_base, plan.Ho, plan.Wo))
+    set_fwd_base(plan.fwd_base.th / 2, plan.fwd_base.tw / 2);
+  if (hint.bwd_th == 0 && hint.bwd_tw == 0 && plan.bwd_base_tma_smem == 0 && plan.bwd_fused_smem == 0 &&
+      halve_poorly_covering_tile(plan.bwd_base, plan.hl[1], plan.wl[1]))
+    set_bwd_base(plan.bwd_base.th / 2, plan.bwd_base.tw / 2);
   plan.fwd_level2_direct = level2_reads_activations(plan.L, false);
   plan.bwd_level2_direct = level2_reads_activations(plan.L, true, int(plan.chain_bytes));
   for (int l = 2; l <= plan.L; ++l) {
