@@ -277,6 +277,32 @@ TEST(WtconvGpu, FusedFixedTiles) {
   }
 }
 
+// Planes that the power-of-two base tiles cover poorly take them halved on both sides (plan.h:
+// halve_poorly_covering_tile; docs/wtconv.md, perf note 64): the forward base at 16 x 32 outputs
+// and the backward base at 8 x 16 coefficients, np > 1 planes per item, on planes that end inside
+// a tile, every precision and k = 3, 5 and 7 against the oracle.
+TEST(WtconvGpu, HalvedTilesOnPoorlyCoveredPlanes) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
+  struct Case { int H, W, k, L; Precision prec; };
+  const Case cases[] = {{69, 73, 3, 2, Precision::kFP32}, {69, 73, 3, 2, Precision::kFP16},
+                        {69, 73, 3, 2, Precision::kBF16}, {37, 82, 5, 2, Precision::kFP32},
+                        {99, 66, 3, 3, Precision::kFP16}, {40, 130, 7, 1, Precision::kBF16}};
+  int seed = 560;
+  for (const Case& c : cases) {
+    WtconvProblem p;
+    p.batch = 2; p.channels = 2; p.height = c.H; p.width = c.W; p.kernel_size = c.k; p.levels = c.L; p.stride = 1;
+    p.precision = c.prec;
+    const wtconv_detail::WtconvPlan plan = wtconv_detail::make_wtconv_plan(p);
+    SCOPED_TRACE(::testing::Message() << c.H << "x" << c.W << " k" << c.k << " prec " << int(c.prec));
+    EXPECT_EQ(plan.fwd_base.th, 16);
+    EXPECT_EQ(plan.fwd_base.tw, 32);
+    EXPECT_EQ(plan.bwd_base.th, 8);
+    EXPECT_EQ(plan.bwd_base.tw, 16);
+    run_case(2, 2, c.H, c.W, c.k, c.L, 1, c.prec, seed % 2 == 0, seed);
+    ++seed;
+  }
+}
+
 // The fixed tiles' 4 x 4 epilogues store a row of four outputs in one write when y (dx) is
 // 4-element aligned, as two pair writes when only 2-element aligned, and element by element
 // otherwise: y and dx one and two elements off (x and dy aligned, so the fused instances still
