@@ -1,6 +1,7 @@
-// What the two strip benches (dwconv_strip_bench.cu, corr_strip_bench.cu) share: the CUDA error
-// check, the median of nine CUDA-event timings of a launch, the arguments (planes, H, W) and the
-// result table with its float64 check. Dev tools only, not part of the library.
+// What the dev benches share (dwconv_strip_bench.cu, corr_strip_bench.cu, wtconv_dw_bench.cu,
+// wtconv_tile_sweep.cu): the CUDA error check, the median of CUDA-event timings of a launch, the
+// arguments (planes, H, W) and the result table with its float64 check. Dev tools only, not part
+// of the library.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -56,14 +57,14 @@ inline std::vector<float> random_floats(size_t n, unsigned seed, float** dev) {
   return v;
 }
 
-// Median of nine timings of launch() (CUDA events around each).
+// Median of `runs` timings of launch() (CUDA events around each).
 template <typename Launch>
-double median_ms(Launch launch) {
+double median_ms(Launch launch, int runs = 9) {
   cudaEvent_t a, b;
   STRIP_BENCH_CHECK(cudaEventCreate(&a));
   STRIP_BENCH_CHECK(cudaEventCreate(&b));
   std::vector<float> times;
-  for (int rep = 0; rep < 9; ++rep) {
+  for (int rep = 0; rep < runs; ++rep) {
     STRIP_BENCH_CHECK(cudaEventRecord(a));
     launch();
     STRIP_BENCH_CHECK(cudaEventRecord(b));

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "cuda/wtconv/wtconv_launch.h"
+#include "strip_bench_common.cuh"
 #include "winconv/wtconv.h"
 
 using namespace winconv;
@@ -37,14 +38,6 @@ using namespace winconv::wtconv_detail;
 
 namespace {
 
-#define CHECK_CUDA(e)                                                                   \
-  do {                                                                                  \
-    cudaError_t err_ = (e);                                                             \
-    if (err_ != cudaSuccess) {                                                          \
-      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(err_)); \
-      std::exit(2);                                                                     \
-    }                                                                                   \
-  } while (0)
 #define CHECK_OK(s)                                                                   \
   do {                                                                                \
     const Status st_ = (s);                                                           \
@@ -83,7 +76,7 @@ std::vector<Shape> read_shapes(const char* path) {
 struct DevBuf {
   void* p = nullptr;
   size_t n = 0;
-  explicit DevBuf(size_t bytes) : n(bytes) { CHECK_CUDA(cudaMalloc(&p, bytes ? bytes : 16)); }
+  explicit DevBuf(size_t bytes) : n(bytes) { STRIP_BENCH_CHECK(cudaMalloc(&p, bytes ? bytes : 16)); }
   ~DevBuf() { cudaFree(p); }
   float* f() const { return static_cast<float*>(p); }
 };
@@ -94,11 +87,11 @@ void fill(DevBuf& b, size_t n, Precision prec, unsigned seed, float scale) {
   if (prec == Precision::kFP32) {
     std::vector<float> h(n);
     for (float& v : h) v = d(rng);
-    CHECK_CUDA(cudaMemcpy(b.p, h.data(), n * 4, cudaMemcpyHostToDevice));
+    STRIP_BENCH_CHECK(cudaMemcpy(b.p, h.data(), n * 4, cudaMemcpyHostToDevice));
   } else {
     std::vector<__half> h(n);
     for (__half& v : h) v = __float2half_rn(d(rng));
-    CHECK_CUDA(cudaMemcpy(b.p, h.data(), n * 2, cudaMemcpyHostToDevice));
+    STRIP_BENCH_CHECK(cudaMemcpy(b.p, h.data(), n * 2, cudaMemcpyHostToDevice));
   }
 }
 
@@ -106,11 +99,11 @@ std::vector<double> fetch(const DevBuf& b, size_t n, Precision prec) {
   std::vector<double> out(n);
   if (prec == Precision::kFP32) {
     std::vector<float> h(n);
-    CHECK_CUDA(cudaMemcpy(h.data(), b.p, n * 4, cudaMemcpyDeviceToHost));
+    STRIP_BENCH_CHECK(cudaMemcpy(h.data(), b.p, n * 4, cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < n; ++i) out[i] = h[i];
   } else {
     std::vector<__half> h(n);
-    CHECK_CUDA(cudaMemcpy(h.data(), b.p, n * 2, cudaMemcpyDeviceToHost));
+    STRIP_BENCH_CHECK(cudaMemcpy(h.data(), b.p, n * 2, cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < n; ++i) out[i] = __half2float(h[i]);
   }
   return out;
@@ -125,28 +118,6 @@ double max_rel_diff(const std::vector<double>& a, const std::vector<double>& b) 
     m = std::max(m, d);
   }
   return scale > 0 ? m / scale : m;
-}
-
-template <typename F>
-double median_ms(F f, int iters) {
-  cudaEvent_t a, b;
-  CHECK_CUDA(cudaEventCreate(&a));
-  CHECK_CUDA(cudaEventCreate(&b));
-  f();
-  std::vector<float> t;
-  for (int i = 0; i < iters; ++i) {
-    CHECK_CUDA(cudaEventRecord(a));
-    f();
-    CHECK_CUDA(cudaEventRecord(b));
-    CHECK_CUDA(cudaEventSynchronize(b));
-    float ms = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
 }
 
 double kept(const WtconvTile& t, int64_t gh, int64_t gw) {
@@ -216,10 +187,10 @@ void sweep(const Shape& s, Precision prec, int iters) {
           else
             CHECK_OK(wtconv_forward_cuda(r, prec, x.p, prm, y.p, ws.p, nullptr));
         };
-        CHECK_CUDA(cudaMemset(backward ? dx.p : y.p, 0xff, n * e));  // NaN
-        if (backward) CHECK_CUDA(cudaMemset(grad_buf.p, 0xff, nparam * 4));
+        STRIP_BENCH_CHECK(cudaMemset(backward ? dx.p : y.p, 0xff, n * e));  // NaN
+        if (backward) STRIP_BENCH_CHECK(cudaMemset(grad_buf.p, 0xff, nparam * 4));
         call();
-        CHECK_CUDA(cudaDeviceSynchronize());
+        STRIP_BENCH_CHECK(cudaDeviceSynchronize());
         double diff;
         if (!backward) {
           std::vector<double> out = fetch(y, n, prec);
@@ -230,7 +201,7 @@ void sweep(const Shape& s, Precision prec, int iters) {
           if (dx_ref.empty()) { dx_ref = out; g_ref = g; }
           diff = std::max(max_rel_diff(out, dx_ref), max_rel_diff(g, g_ref));
         }
-        const double ms = median_ms(call, iters);
+        const double ms = strip_bench::median_ms(call, iters);  // the checked call above warmed up
         if (first_ms == 0) first_ms = ms;
         const int64_t gh = backward ? r.plan.hl[1] : r.plan.Ho, gw = backward ? r.plan.wl[1] : r.plan.Wo;
         std::printf("%-28s %s %s %2dx%-2d np %-2d %8.4f %6.3f %5.2f %9.2e%s\n", s.name.c_str(), dt,
