@@ -50,7 +50,7 @@ __global__ void fill_uniform(float* p, int64_t n, uint32_t seed) {
 void fill(float* p, int64_t n, uint32_t seed) { fill_uniform<<<1024, 256>>>(p, n, seed); }
 
 const im2win::TileShape kTiles[] = {im2win::TileShape::k128x128, im2win::TileShape::k128x64, im2win::TileShape::k128x96,
-                                    im2win::TileShape::k64x128};
+                                    im2win::TileShape::k64x128, im2win::TileShape::k128x32};
 
 }  // namespace
 

@@ -168,12 +168,14 @@ TEST(Conv2dGpu, EveryTileShapeMatchesReference) {
   const int64_t shapes[][9] = {
       // n, c, h, w, k, r, s, stride, pad
       {2, 3, 23, 21, 96, 5, 5, 2, 0}, {1, 8, 17, 19, 100, 3, 3, 1, 1}, {3, 5, 9, 10, 193, 3, 3, 1, 0},
+      {2, 12, 15, 18, 13, 3, 3, 1, 1}, {1, 16, 20, 25, 32, 7, 7, 2, 3},  // N within one 32-wide tile
   };
   for (const auto& s : shapes)
     for (Layout layout : {Layout::kNCHW, Layout::kNHWC})
       for (Conv2dAlgo algo : {Conv2dAlgo::kOnChip, Conv2dAlgo::kMaterialized})
         for (im2win::TileShape tile : {im2win::TileShape::k128x128, im2win::TileShape::k128x64,
-                                       im2win::TileShape::k64x128, im2win::TileShape::k128x96}) {
+                                       im2win::TileShape::k64x128, im2win::TileShape::k128x96,
+                                       im2win::TileShape::k128x32}) {
           const Conv2dConfig cfg = config_from_row(s, layout, algo);
           SCOPED_TRACE(testing::describe(cfg) + " tile " + im2win::tile_name(tile));
           expect_matches_reference(cfg, rng, &tile);

@@ -2,7 +2,7 @@
 //
 // Block tile BM pixels x BN output channels, reduction in steps of BK; kStages-deep cp.async
 // pipeline (the next tiles stream into shared memory while the current one is multiplied);
-// each thread accumulates an 8x8 (8x6 in the 96-wide tile) register tile from vector reads of
+// each thread accumulates an 8x8 (8x6 in the 96-wide tile, 8x4 in the 32-wide one) register tile from vector reads of
 // the A and B tiles.
 // The A tile comes from a Gather policy (window_gather.cuh): straight from x with zero-fill for
 // padding (on-chip windows) or from the materialized window tensor. Every tail (M, N, K) is
@@ -41,11 +41,12 @@ constexpr int kTM = 8;  // outputs per thread along M: two float4 runs of A, BM/
 
 // A thread's kTN outputs along N: kPieces runs of kWidth adjacent columns, kStride apart, so the
 // 8 column-threads of a warp read 8 * kWidth adjacent floats per run (no bank conflict).
-// BN = 64 and 128: 8 = two float4 runs BN/2 apart; BN = 96: 6 = three float2 runs 32 apart.
+// BN = 64 and 128: 8 = two float4 runs BN/2 apart; BN = 96: 6 = three float2 runs 32 apart;
+// BN = 32: 4 = one float4 run.
 template <int BN>
 struct NFragment {
   static constexpr int kTN = tile_tn_of_bn(BN);
-  static constexpr int kWidth = kTN == 8 ? 4 : 2;
+  static constexpr int kWidth = kTN % 4 == 0 ? 4 : 2;
   static constexpr int kPieces = kTN / kWidth;
   static constexpr int kStride = BN / kPieces;
   static_assert(kStride == BN / kTN * kWidth, "the runs of all threads tile BN exactly");
@@ -204,9 +205,9 @@ conv_fp32_simt_kernel(const ConvGemmParams p, const SplitKParams sk) {
 
     const float* as = a_stages + (kt % kStages) * kAStage;
     const float* bs = b_stages + (kt % kStages) * kBK * BN;
-    if constexpr (!kMajorM && BN == 64) {
+    if constexpr (!kMajorM && BN <= 64) {
       // The reduction's last step may hold fewer than kBK rows (K_gemm = 27 for a 3 x 3 x 3 stem:
-      // 5 of its 32 rows are zero padding). In the 64-wide tiles, which the stems with up to 64
+      // 5 of its 32 rows are zero padding). In the 64- and 32-wide tiles, which the stems with up to 64
       // filters take and where 2-10 steps per tile make the padding weigh, that step runs its own
       // copy of the loop, which stops after the real rows (conv7 -1.5% to -4% time, conv3 -6%);
       // the padding adds zeros, so the sums are the same. The other tiles keep the single loop

@@ -44,6 +44,9 @@ inline int tile_rate_permille(TileShape t, AStageOrder order) {
     // Measured (tile sweep, N = 96 and 192 layers): 930-967 with the reduction table, ~915 with
     // the padded digit walk, ~927 pixel-major; one figure picks the fastest shape on all of them.
     case TileShape::k128x96: return 950;
+    // Chosen by N alone (select_tile), not by cost; measured on conv8 (N = 128) against 128x128
+    // (k-major) and 64x128 (pixel-major), it is not a candidate wherever N > 32 (docs/perf-notes.md, v13).
+    case TileShape::k128x32: return k_major ? 780 : 830;
   }
   return 1;
 }
@@ -56,8 +59,10 @@ inline double tile_cost(int64_t m, int64_t n, int num_sms, TileShape t, AStageOr
 }
 
 inline TileShape select_tile(int64_t m, int64_t n, int num_sms, AStageOrder order) {
-  // N <= 64: a BN = 128 tile is at least half padding. The cost model charges that only through
-  // the tile count, which stops counting once every tile runs alone on its SM.
+  // N <= 64: a BN = 128 tile is at least half padding (N <= 32: a BN = 64 one). The cost model
+  // charges that only through the tile count, which stops counting once every tile runs alone on
+  // its SM.
+  if (n <= 32) return TileShape::k128x32;
   if (n <= 64) return TileShape::k128x64;
   TileShape best = TileShape::k128x128;
   for (TileShape t : {TileShape::k64x128, TileShape::k128x64, TileShape::k128x96})
