@@ -286,7 +286,8 @@ TEST(WtconvGpu, HalvedTilesOnPoorlyCoveredPlanes) {
   struct Case { int H, W, k, L; Precision prec; };
   const Case cases[] = {{69, 73, 3, 2, Precision::kFP32}, {69, 73, 3, 2, Precision::kFP16},
                         {69, 73, 3, 2, Precision::kBF16}, {37, 82, 5, 2, Precision::kFP32},
-                        {99, 66, 3, 3, Precision::kFP16}, {40, 130, 7, 1, Precision::kBF16}};
+                        {99, 66, 3, 3, Precision::kFP16}, {40, 130, 7, 1, Precision::kBF16},
+                        {69, 76, 3, 2, Precision::kFP32}};  // the last: forward staged by TMA
   int seed = 560;
   for (const Case& c : cases) {
     WtconvProblem p;
@@ -298,6 +299,7 @@ TEST(WtconvGpu, HalvedTilesOnPoorlyCoveredPlanes) {
     EXPECT_EQ(plan.fwd_base.tw, 32);
     EXPECT_EQ(plan.bwd_base.th, 8);
     EXPECT_EQ(plan.bwd_base.tw, 16);
+    if (c.W == 76) EXPECT_GT(plan.fwd_base_tma_smem, 0u);
     run_case(2, 2, c.H, c.W, c.k, c.L, 1, c.prec, seed % 2 == 0, seed);
     ++seed;
   }

@@ -622,11 +622,21 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p, const WtconvTileHint&
   };
   set_fwd_base(hint.fwd_th, hint.fwd_tw);
   set_bwd_base(hint.bwd_th, hint.bwd_tw);
-  // A plane the rule's tile covers poorly takes the tile halved on both sides (stride 1, staged
-  // without TMA and unfused, the case measured: docs/wtconv.md, perf note 64).
-  if (hint.fwd_th == 0 && hint.fwd_tw == 0 && plan.stride == 1 && plan.fwd_base_tma_smem == 0 &&
-      plan.fwd_fused_smem == 0 && halve_poorly_covering_tile(plan.fwd_base, plan.Ho, plan.Wo))
-    set_fwd_base(plan.fwd_base.th / 2, plan.fwd_base.tw / 2);
+  // A plane the rule's tile covers poorly takes the tile halved on both sides (stride 1, an unfused
+  // forward, staged with or without TMA; a backward staged without TMA: the cases measured,
+  // docs/wtconv.md, perf notes 64 and 65). A fused forward keeps its tile (halved, it ran 1.3-1.5x
+  // slower), so a halving that would make it fused is taken back.
+  if (hint.fwd_th == 0 && hint.fwd_tw == 0 && plan.stride == 1 && plan.fwd_fused_smem == 0 &&
+      halve_poorly_covering_tile(plan.fwd_base, plan.Ho, plan.Wo)) {
+    const WtconvTile full = plan.fwd_base;
+    const size_t full_tma_smem = plan.fwd_base_tma_smem;
+    set_fwd_base(full.th / 2, full.tw / 2);
+    if (plan.fwd_fused_smem > 0) {
+      plan.fwd_base = full;
+      plan.fwd_base_tma_smem = full_tma_smem;
+      plan.fwd_fused_smem = 0;
+    }
+  }
   if (hint.bwd_th == 0 && hint.bwd_tw == 0 && plan.bwd_base_tma_smem == 0 && plan.bwd_fused_smem == 0 &&
       halve_poorly_covering_tile(plan.bwd_base, plan.hl[1], plan.wl[1]))
     set_bwd_base(plan.bwd_base.th / 2, plan.bwd_base.tw / 2);
