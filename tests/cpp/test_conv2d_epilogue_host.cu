@@ -67,12 +67,13 @@ void check_epilogue_tile() {
 }
 
 TEST(Conv2dEpilogueHost, SwizzleIsAConflictFreePermutation) {
-  // The four tile shapes (tile_shape.h) with their store widths (kWidth = 4 for 8 outputs per
-  // thread, 2 for the 6 of the 96-wide tile), then other multiples of 32 for either width.
+  // The five tile shapes (tile_shape.h) with their store widths (kWidth = 4 for 8 or 4 outputs
+  // per thread, 2 for the 6 of the 96-wide tile), then other multiples of 32 for either width.
   check_epilogue_tile<128, 128, 4>();
   check_epilogue_tile<128, 64, 4>();
   check_epilogue_tile<64, 128, 4>();
   check_epilogue_tile<128, 96, 2>();
+  check_epilogue_tile<128, 32, 4>();
   check_epilogue_tile<64, 64, 4>();
   check_epilogue_tile<128, 96, 4>();
   check_epilogue_tile<128, 64, 2>();
