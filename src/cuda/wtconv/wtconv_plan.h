@@ -628,14 +628,9 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p, const WtconvTileHint&
   // slower), so a halving that would make it fused is taken back.
   if (hint.fwd_th == 0 && hint.fwd_tw == 0 && plan.stride == 1 && plan.fwd_fused_smem == 0 &&
       halve_poorly_covering_tile(plan.fwd_base, plan.Ho, plan.Wo)) {
-    const WtconvTile full = plan.fwd_base;
-    const size_t full_tma_smem = plan.fwd_base_tma_smem;
-    set_fwd_base(full.th / 2, full.tw / 2);
-    if (plan.fwd_fused_smem > 0) {
-      plan.fwd_base = full;
-      plan.fwd_base_tma_smem = full_tma_smem;
-      plan.fwd_fused_smem = 0;
-    }
+    const WtconvPlan unhalved = plan;
+    set_fwd_base(plan.fwd_base.th / 2, plan.fwd_base.tw / 2);
+    if (plan.fwd_fused_smem > 0) plan = unhalved;
   }
   if (hint.bwd_th == 0 && hint.bwd_tw == 0 && plan.bwd_base_tma_smem == 0 && plan.bwd_fused_smem == 0 &&
       halve_poorly_covering_tile(plan.bwd_base, plan.hl[1], plan.wl[1]))
