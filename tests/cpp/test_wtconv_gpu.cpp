@@ -280,13 +280,15 @@ TEST(WtconvGpu, FusedFixedTiles) {
 // Planes that the power-of-two base tiles cover poorly take them halved on both sides (plan.h:
 // halve_poorly_covering_tile; docs/wtconv.md, perf note 64): the forward base at 16 x 32 outputs
 // and the backward base at 8 x 16 coefficients, np > 1 planes per item, on planes that end inside
-// a tile, every precision and k = 3, 5 and 7 against the oracle.
+// a tile, every precision and k = 3, 5 and 7 against the oracle. Widths 1, 2 and 3 past a multiple
+// of 4 stage their quads with element loads, the last quad of a row partly outside the plane.
 TEST(WtconvGpu, HalvedTilesOnPoorlyCoveredPlanes) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
   struct Case { int H, W, k, L; Precision prec; };
   const Case cases[] = {{69, 73, 3, 2, Precision::kFP32}, {69, 73, 3, 2, Precision::kFP16},
                         {69, 73, 3, 2, Precision::kBF16}, {37, 82, 5, 2, Precision::kFP32},
                         {99, 66, 3, 3, Precision::kFP16}, {40, 130, 7, 1, Precision::kBF16},
+                        {69, 74, 3, 2, Precision::kFP16}, {69, 75, 5, 2, Precision::kFP32},
                         {69, 76, 3, 2, Precision::kFP32}};  // the last: forward staged by TMA
   int seed = 560;
   for (const Case& c : cases) {
@@ -426,9 +428,9 @@ TEST(WtconvGpu, PlaneTilesStageThePlaneAlone) {
 // Rows of whole 16 bytes with aligned x and dy take the TMA staging of the base kernels (the
 // forward always where its plan allows, in place or copied; the backward for fp32 with even r) and
 // the 4-element (16-byte fp32, 8-byte fp16) staging with the Haar analysis on the fly elsewhere;
-// the same problem one element off alignment takes the scalar staging (and an L = 2 forward that
-// fuses level 2 into the base kernel then runs the level kernel) and stores y and dx one element
-// at a time instead of in column pairs (even widths). All compute the same sums in the
+// the same problem one element off alignment takes the quad staging with element loads (and an
+// L = 2 forward that fuses level 2 into the base kernel then runs the level kernel) and stores y
+// and dx one element at a time instead of in column pairs (even widths). All compute the same sums in the
 // same order, so every output must be bit-identical. The shapes cover in-place and copied boxes
 // (even and odd r), box origins off 16-byte alignment, boxes wider than the plane, 16-bit rows
 // that fail the 16-byte rule, strides 2 and 3, and fused forwards and backwards with one and many

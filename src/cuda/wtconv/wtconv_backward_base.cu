@@ -240,8 +240,9 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
         haar_pass_from_tile(xs, pw, 0, false, xs, ph, pw, ys, eh, ew, np, a.hplane, a.hrow);
         haar_pass_from_tile(ds, pw, 0, false, ds, ph, pw, gs, eh, ew, np, a.hplane, a.hrow);
       }
-    } else if (a.vec4) {
-      // Quads of 4 columns, two rows each, of x and dy: the x and D tiles and Y_1, G_1 in one pass.
+    } else if constexpr (!kPlane) {
+      // Quads of 4 columns, two rows each, of x and dy: the x and D tiles and Y_1, G_1 in one pass
+      // (aligned loads when a.vec4, else element loads: odd widths).
       const int xa = px0 & ~3, off = px0 - xa;
       struct Both { QuadRows<T> x, d; };
       // 16-bit activations at k = 5: two raw quads in flight per thread (a raw quad holds half the
@@ -256,8 +257,8 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
             const int b = pos.b0 + q.p;
             const int64_t pl = (int64_t(b < a.B ? b : a.B - 1) * a.C + c) * a.H * a.W;
             const int y = py0 + 2 * q.y, x = xa + 4 * q.x;
-            return Both{load_quad_rows(a.x + pl, a.H, a.W, y, x, b < a.B),
-                        load_quad_rows(a.dy + pl, a.H, a.W, y, x, b < a.B)};
+            return Both{load_quad_rows(a.x + pl, a.H, a.W, y, x, b < a.B, a.vec4),
+                        load_quad_rows(a.dy + pl, a.H, a.W, y, x, b < a.B, a.vec4)};
           },
           [&](int e, const Both& v) {
             const Pos3 q = split3(e, a.quads.plane, a.quads.row);
@@ -266,11 +267,11 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
             store_quad_rows(v.d, ds + q.p * pplane, pw, 2 * q.y, col0, 2 * ew, gs + q.p * 4 * plane, plane, ew);
           });
     } else {
-      // The pixel tiles, or (kPlane) the plane's pixels alone at tile offset so = 2 r, the zeros
+      // The tile holds its whole plane: the plane's pixels alone at tile offset so = 2 r, the zeros
       // around them in place (StagedRegion); then the Haar blocks they touch.
-      const int so = kPlane ? 2 * r : 0;
+      const int so = 2 * r;
       stage_tile<4>(
-          kPlane ? np * int(a.pplane.divisor) : np * ph * 2 * ew,
+          np * int(a.pplane.divisor),
           [&](int e) {
             const Pos3 q = split3(e, a.pplane, a.prow);
             const int b = pos.b0 + q.p, y = py0 + so + q.y, x = px0 + so + q.x;
@@ -288,7 +289,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
             ds[q.p * pplane + (so + q.y) * pw + so + q.x] = v.y;
           });
       __syncthreads();
-      for (int e = threadIdx.x; e < (kPlane ? np * int(a.plane.divisor) : np * plane); e += blockDim.x) {
+      for (int e = threadIdx.x; e < np * int(a.plane.divisor); e += blockDim.x) {
         const Pos3 q = split3(e, a.plane, a.row);
         const int p = q.p, yy = so / 2 + q.y, xx = so / 2 + q.x, rem = yy * ew + xx;
         const float* xp = xs + p * pplane + (2 * yy) * pw + 2 * xx;

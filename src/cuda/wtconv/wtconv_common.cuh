@@ -742,9 +742,10 @@ __device__ __forceinline__ void stage_tile(int n, Load load, Store store) {
 }
 
 // The region of a base kernel's pixel tile (px_rows x px_cols, origin 2 r pixels before the
-// tile's first coefficient in both axes) that its generic staging loads per item: the whole tile,
-// or, when the tile holds its whole plane (one tile per plane: the small planes, 7 x 7 or 14 x 14),
-// the plane's pixels alone. They sit at tile row and column off = 2 r (the item's origin is then
+// tile's first coefficient in both axes) that its generic staging would load per item: the whole
+// tile, or, when the tile holds its whole plane (one tile per plane: the small planes, 7 x 7 or
+// 14 x 14), the plane's pixels alone. The kernels stage generically only the latter (their kPlane
+// instances); tiles of larger planes take the quad staging (load_quad_rows) at any width. They sit at tile row and column off = 2 r (the item's origin is then
 // -2 r), and everything else the tile holds is zero for every item: the kernel (its kPlane
 // instance) writes those zeros, and the Haar blocks of zeros, once before its item loop (nothing
 // else writes them) and forms the Haar blocks the plane touches (from block r on) per item. The
@@ -794,9 +795,13 @@ __device__ __forceinline__ float4 load4(const H* p) {
   return raw4_to_float4<H>(*reinterpret_cast<const uint2*>(p));
 }
 
-// Vectorised staging with the Haar analysis on the fly: a 2-row x 4-column block of an activation
-// plane (two aligned 4-element loads) is two 2x2 Haar blocks. Used when W % 4 == 0 and the base
-// pointer is 4-element aligned, so a quad at a multiple of 4 is wholly inside or outside a row.
+// Quad staging with the Haar analysis on the fly: a 2-row x 4-column block of an activation plane
+// (columns x .. x + 3, x a multiple of 4) is two 2x2 Haar blocks, loaded by one thread and stored
+// with its two Haar blocks in one pass (store_quad_rows). With `vec` (W % 4 == 0 and the base
+// pointer 4-element aligned) each row of the block is one aligned load, wholly inside or outside
+// the row; without, any W: four element loads per row, each column tested against W. Either way a
+// block costs one index decomposition for eight pixels, where the generic staging decomposed every
+// pixel and then every Haar block again in a second pass (docs/wtconv.md, perf note 66).
 // A quad's two rows as loaded: fp32 as floats; 16-bit types as their raw 8 bytes per row, half the
 // registers, converted when stored (store_quad_rows), so that a thread keeps twice as many quads
 // in flight for the same registers.
@@ -809,15 +814,33 @@ struct QuadRows<float> {
   float4 r0, r1;
 };
 template <typename T>
-__device__ __forceinline__ QuadRows<T> load_quad_rows(const T* plane, int H, int W, int y, int x, bool in_plane) {
+__device__ __forceinline__ QuadRows<T> load_quad_rows(const T* plane, int H, int W, int y, int x, bool in_plane,
+                                                      bool vec) {
   using Row = decltype(QuadRows<T>::r0);
+  static_assert(sizeof(Row) == 4 * sizeof(T), "a row of the block is four elements");
   QuadRows<T> v;
   v.r0 = Row{};  // zero bits: +0 in every type
   v.r1 = v.r0;
-  if (in_plane && x >= 0 && x < W) {
+  if (in_plane && x >= 0 && x < W) {  // x % 4 == 0: a block left of column 0 lies wholly outside
     const T* src = plane + int64_t(y) * W + x;
-    if (y >= 0 && y < H) v.r0 = *reinterpret_cast<const Row*>(src);
-    if (y + 1 >= 0 && y + 1 < H) v.r1 = *reinterpret_cast<const Row*>(src + W);
+    const bool in0 = y >= 0 && y < H, in1 = y + 1 >= 0 && y + 1 < H;
+    if (vec) {
+      if (in0) v.r0 = *reinterpret_cast<const Row*>(src);
+      if (in1) v.r1 = *reinterpret_cast<const Row*>(src + W);
+    } else {
+      T e0[4], e1[4];
+      memcpy(e0, &v.r0, sizeof e0);  // the zeros
+      memcpy(e1, &v.r1, sizeof e1);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        if (x + i < W) {
+          if (in0) e0[i] = src[i];
+          if (in1) e1[i] = src[W + i];
+        }
+      }
+      memcpy(&v.r0, e0, sizeof e0);
+      memcpy(&v.r1, e1, sizeof e1);
+    }
   }
   return v;
 }

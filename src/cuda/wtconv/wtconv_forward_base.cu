@@ -156,8 +156,9 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
       if (inplace) xs = reinterpret_cast<float*>(tbuf + buf * tbytes);
       haar_pass_from_tile(tile, xp, tma_box_offset(x0x, sizeof(T)), !inplace, xs, xh, xw, ys, qh, qw, np,
                           a.hplane, a.hrow);
-    } else if (a.vec4) {
-      // Quads of 4 columns at multiples of 4 (xa), two rows each: the x tile and Y_1 in one pass.
+    } else if constexpr (!kPlane) {
+      // Quads of 4 columns at multiples of 4 (xa), two rows each: the x tile and Y_1 in one pass
+      // (aligned loads when a.vec4, else element loads: odd widths).
       const int xa = x0x & ~3, off = x0x - xa;
       stage_tile<1>(  // two 16-bit quads in flight: fp16 forward base 5% slower (docs/wtconv.md, perf note 27)
           np * qh * a.quads.row.divisor,
@@ -165,19 +166,18 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
             const Pos3 q = split3(e, a.quads.plane, a.quads.row);
             const int b = pos.b0 + q.p;
             const int64_t pl = int64_t(b < a.B ? b : a.B - 1) * a.C + c;
-            return load_quad_rows(a.x + pl * a.H * a.W, a.H, a.W, x0y + 2 * q.y, xa + 4 * q.x, b < a.B);
+            return load_quad_rows(a.x + pl * a.H * a.W, a.H, a.W, x0y + 2 * q.y, xa + 4 * q.x, b < a.B, a.vec4);
           },
           [&](int e, const QuadRows<T>& v) {
             const Pos3 q = split3(e, a.quads.plane, a.quads.row);
             store_quad_rows(v, xs + q.p * xh * xw, xw, 2 * q.y, 4 * q.x - off, xw, ys + q.p * 4 * qh * qw, qh * qw, qw);
           });
     } else {
-      // The x tile, or (kPlane) the plane's pixels alone at tile offset so = 2 r, the zeros around
-      // them in place (StagedRegion); then the Haar blocks they touch. The generic instance keeps
-      // its plain store index (xs[e]).
-      const int so = kPlane ? 2 * r : 0;
+      // The tile holds its whole plane: the plane's pixels alone at tile offset so = 2 r, the zeros
+      // around them in place (StagedRegion); then the Haar blocks they touch.
+      const int so = 2 * r;
       stage_tile<8>(
-          kPlane ? np * int(a.xplane.divisor) : np * xh * xw,
+          np * int(a.xplane.divisor),
           [&](int e) {
             const Pos3 q = split3(e, a.xplane, a.xrow);
             const int b = pos.b0 + q.p, y = x0y + so + q.y, x = x0x + so + q.x;
@@ -187,15 +187,11 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
             return v;
           },
           [&](int e, float v) {
-            if constexpr (kPlane) {
-              const Pos3 q = split3(e, a.xplane, a.xrow);
-              xs[q.p * xh * xw + (so + q.y) * xw + so + q.x] = v;
-            } else {
-              xs[e] = v;
-            }
+            const Pos3 q = split3(e, a.xplane, a.xrow);
+            xs[q.p * xh * xw + (so + q.y) * xw + so + q.x] = v;
           });
       __syncthreads();
-      for (int e = threadIdx.x; e < (kPlane ? np * int(a.qplane.divisor) : np * qh * qw); e += blockDim.x) {
+      for (int e = threadIdx.x; e < np * int(a.qplane.divisor); e += blockDim.x) {
         const Pos3 q = split3(e, a.qplane, a.qrow);
         const int p = q.p, y = so / 2 + q.y, x = so / 2 + q.x;
         const float* src = xs + p * xh * xw + (2 * y) * xw + 2 * x;
