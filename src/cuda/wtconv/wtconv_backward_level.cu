@@ -17,8 +17,9 @@ namespace wtconv_detail {
 // 4 resident blocks for k = 3 and 5 (64 registers; k = 5 spills 40 bytes and is still faster than
 // at 3 blocks: big_L2 training step -0.4% fp32, -1.2% fp16); larger k keeps its 128 registers.
 // kPlane: the tile holds the whole level grid; its coefficients alone are staged per item, the
-// zeros around them written once (staged_block).
-template <typename Tc, bool kDirect, int K, bool kPlane>
+// zeros around them written once (staged_block). kPairs: 16-bit activations staged as block pairs
+// (a.pairs); compiled only into the instances that take it (perf note 67).
+template <typename Tc, bool kDirect, int K, bool kPlane, bool kPairs>
 __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backward_level_kernel(BwdLevelArgs<Tc> a) {
   extern __shared__ float smem[];
   constexpr int KM = K > 0 ? K : 15;
@@ -59,62 +60,69 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
     __syncthreads();
     struct Blocks { float4 x, g; };  // the 2x2 blocks of X_{l-1} and G_{l-1}[LL]
     bool staged = false;
-    if constexpr (kDirect && sizeof(Tc) == 2) {
+    if constexpr (kPairs) {
       // Pairs of blocks of x and dy with 16-byte loads (load_block_pair_ll; docs/wtconv.md, perf
       // note 28), one pair in flight per thread: the bytes of the two 8-byte loads it replaces, at
       // half the load instructions. Two in flight would hold 64 registers of raw rows.
-      if (a.pairs) {
-        struct Pairs { BlockPair x, g; };
-        stage_tile<1>(
-            np * eh * int(a.d.row2.divisor),
-            [&](int e) {
-              const PairPos v = level_pair(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, a.H, a.W);
-              return Pairs{load_block_pair_ll(a.xin, v.off, v.qy, v.qx, v.in, a.H, a.W),
-                           load_block_pair_ll(a.gin, v.off, v.qy, v.qx, v.in, a.H, a.W)};
-            },
-            [&](int e, const Pairs& v) {
-              const Pos3 q = split3(e, a.d.plane2, a.d.row2);
-              float z0[4], z1[4], g0[4], g1[4];
-              haar4(v.x.a.x, v.x.a.y, v.x.a.z, v.x.a.w, z0);
-              haar4(v.x.b.x, v.x.b.y, v.x.b.z, v.x.b.w, z1);
-              haar4(v.g.a.x, v.g.a.y, v.g.a.z, v.g.a.w, g0);
-              haar4(v.g.b.x, v.g.b.y, v.g.b.z, v.g.b.w, g1);
-              const int at = q.p * 4 * plane + q.y * ew + 2 * q.x;  // 8-byte aligned: ew, plane even
+      static_assert(kDirect && sizeof(Tc) == 2 && !kPlane, "pair staging: 16-bit activations, tiled grid");
+      struct Pairs { BlockPair x, g; };
+      stage_tile<1>(
+          np * eh * int(a.d.row2.divisor),
+          [&](int e) {
+            const PairPos v = level_pair(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, a.H, a.W);
+            return Pairs{load_block_pair_ll(a.xin, v.off, v.qy, v.qx, v.in, a.H, a.W),
+                         load_block_pair_ll(a.gin, v.off, v.qy, v.qx, v.in, a.H, a.W)};
+          },
+          [&](int e, const Pairs& v) {
+            const Pos3 q = split3(e, a.d.plane2, a.d.row2);
+            float z0[4], z1[4], g0[4], g1[4];
+            haar4(v.x.a.x, v.x.a.y, v.x.a.z, v.x.a.w, z0);
+            haar4(v.x.b.x, v.x.b.y, v.x.b.z, v.x.b.w, z1);
+            haar4(v.g.a.x, v.g.a.y, v.g.a.z, v.g.a.w, g0);
+            haar4(v.g.b.x, v.g.b.y, v.g.b.z, v.g.b.w, g1);
+            const int at = q.p * 4 * plane + q.y * ew + 2 * q.x;  // 8-byte aligned: ew, plane even
 #pragma unroll
-              for (int t = 0; t < 4; ++t) {
-                *reinterpret_cast<float2*>(ys + at + t * plane) = make_float2(z0[t], z1[t]);
-                *reinterpret_cast<float2*>(gs + at + t * plane) = make_float2(g0[t], g1[t]);
-              }
-            });
-        staged = true;
-      }
+            for (int t = 0; t < 4; ++t) {
+              *reinterpret_cast<float2*>(ys + at + t * plane) = make_float2(z0[t], z1[t]);
+              *reinterpret_cast<float2*>(gs + at + t * plane) = make_float2(g0[t], g1[t]);
+            }
+          });
+      staged = true;
     }
     const auto block = [&](int e, int hin, int win) {
       return staged_block<kPlane>(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, hin, win);
     };
-    if (!staged) stage_tile<2>(
-        kPlane ? np * int(a.d.iplane.divisor) : np * plane,
-        [&](int e) {
-          if constexpr (kDirect) {
-            const LevelBlock blk = block(e, a.H, a.W);
-            return Blocks{load_block_ll(a.xin, blk, a.H, a.W, a.vec4), load_block_ll(a.gin, blk, a.H, a.W, a.vec4)};
-          } else {
-            const LevelBlock blk = block(e, a.hin, a.win);
-            return Blocks{load_block(a.xin, blk, a.hin, a.win), load_block(a.gin, blk, a.hin, a.win)};
-          }
-        },
-        [&](int e, const Blocks& v) {
-          uint32_t p, rem;
-          staged_slot<kPlane>(e, a.d, r, ew, p, rem);
-          float z[4], g[4];
-          haar4(v.x.x, v.x.y, v.x.z, v.x.w, z);
-          haar4(v.g.x, v.g.y, v.g.z, v.g.w, g);
+    // One staging loop per load path (kVec: load_block_ll), chosen once per item.
+    const auto stage_blocks = [&](auto vec) {
+      constexpr bool kVec = decltype(vec)::value;
+      stage_tile<2>(
+          kPlane ? np * int(a.d.iplane.divisor) : np * plane,
+          [&](int e) {
+            if constexpr (kDirect) {
+              const LevelBlock blk = block(e, a.H, a.W);
+              return Blocks{load_block_ll<kVec>(a.xin, blk, a.H, a.W), load_block_ll<kVec>(a.gin, blk, a.H, a.W)};
+            } else {
+              const LevelBlock blk = block(e, a.hin, a.win);
+              return Blocks{load_block(a.xin, blk, a.hin, a.win), load_block(a.gin, blk, a.hin, a.win)};
+            }
+          },
+          [&](int e, const Blocks& v) {
+            uint32_t p, rem;
+            staged_slot<kPlane>(e, a.d, r, ew, p, rem);
+            float z[4], g[4];
+            haar4(v.x.x, v.x.y, v.x.z, v.x.w, z);
+            haar4(v.g.x, v.g.y, v.g.z, v.g.w, g);
 #pragma unroll
-          for (int t = 0; t < 4; ++t) {
-            ys[(p * 4 + t) * plane + rem] = z[t];
-            gs[(p * 4 + t) * plane + rem] = g[t];
-          }
-        });
+            for (int t = 0; t < 4; ++t) {
+              ys[(p * 4 + t) * plane + rem] = z[t];
+              gs[(p * 4 + t) * plane + rem] = g[t];
+            }
+          });
+    };
+    if (!staged) {
+      if (kDirect && a.vec4) stage_blocks(std::true_type{});
+      else stage_blocks(std::false_type{});
+    }
     __syncthreads();
     if constexpr (K > 0) {
       // Register-blocked subband convs into dz (one column strip of one subband per job).
@@ -206,8 +214,10 @@ cudaError_t launch_backward_level(const BwdLevelArgs<Tc>& args, size_t smem, cud
     constexpr int K = decltype(kc)::value;
     const auto launch = [&](auto plane) {
       constexpr bool kPlane = decltype(plane)::value;
-      if (a.direct) return launch_with_smem(backward_level_kernel<Tc, true, K, kPlane>, blocks, smem, stream, a);
-      return launch_with_smem(backward_level_kernel<Tc, false, K, kPlane>, blocks, smem, stream, a);
+      if constexpr (sizeof(Tc) == 2 && !kPlane)
+        if (a.pairs) return launch_with_smem(backward_level_kernel<Tc, true, K, false, true>, blocks, smem, stream, a);
+      if (a.direct) return launch_with_smem(backward_level_kernel<Tc, true, K, kPlane, false>, blocks, smem, stream, a);
+      return launch_with_smem(backward_level_kernel<Tc, false, K, kPlane, false>, blocks, smem, stream, a);
     };
     return a.plane_tile ? launch(std::true_type{}) : launch(std::false_type{});
   });

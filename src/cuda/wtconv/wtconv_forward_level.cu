@@ -11,8 +11,9 @@ namespace winconv {
 namespace wtconv_detail {
 
 // kPlane: the tile holds the whole level grid; its coefficients alone are staged per item, the
-// zeros around them written once (staged_block).
-template <typename Tin, bool kDirect, int K, bool kPlane>
+// zeros around them written once (staged_block). kPairs: 16-bit activations staged as block pairs
+// (a.pairs); compiled only into the instances that take it, whose registers it raises.
+template <typename Tin, bool kDirect, int K, bool kPlane, bool kPairs = false>
 __device__ __forceinline__ void forward_level_body(const FwdLevelArgs<Tin>& a) {
   extern __shared__ float smem[];
   const int k = K ? K : a.k, r = k / 2, kk = k * k;
@@ -36,47 +37,53 @@ __device__ __forceinline__ void forward_level_body(const FwdLevelArgs<Tin>& a) {
     const float res_first = first_residual(a.rin, pos, np * th * tw, a.d.cell, a.d.col, a.B, a.C, c, a.hq, a.wq);
     __syncthreads();
     bool staged = false;
-    if constexpr (kDirect && sizeof(Tin) == 2) {
-      if (a.pairs) {
-        stage_tile<2>(
-            np * eh * int(a.d.row2.divisor),
-            [&](int e) {
-              const PairPos v = level_pair(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, a.H, a.W);
-              return load_block_pair_ll(a.xin, v.off, v.qy, v.qx, v.in, a.H, a.W);
-            },
-            [&](int e, const BlockPair& v) {
-              const Pos3 q = split3(e, a.d.plane2, a.d.row2);
-              float z0[4], z1[4];
-              haar4(v.a.x, v.a.y, v.a.z, v.a.w, z0);
-              haar4(v.b.x, v.b.y, v.b.z, v.b.w, z1);
-              float* dst = ys + q.p * 4 * plane + q.y * ew + 2 * q.x;  // 8-byte aligned: ew, plane even
+    if constexpr (kPairs) {
+      static_assert(kDirect && sizeof(Tin) == 2 && !kPlane, "pair staging: 16-bit activations, tiled grid");
+      stage_tile<2>(
+          np * eh * int(a.d.row2.divisor),
+          [&](int e) {
+            const PairPos v = level_pair(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, a.H, a.W);
+            return load_block_pair_ll(a.xin, v.off, v.qy, v.qx, v.in, a.H, a.W);
+          },
+          [&](int e, const BlockPair& v) {
+            const Pos3 q = split3(e, a.d.plane2, a.d.row2);
+            float z0[4], z1[4];
+            haar4(v.a.x, v.a.y, v.a.z, v.a.w, z0);
+            haar4(v.b.x, v.b.y, v.b.z, v.b.w, z1);
+            float* dst = ys + q.p * 4 * plane + q.y * ew + 2 * q.x;  // 8-byte aligned: ew, plane even
 #pragma unroll
-              for (int s = 0; s < 4; ++s) *reinterpret_cast<float2*>(dst + s * plane) = make_float2(z0[s], z1[s]);
-            });
-        staged = true;
-      }
+            for (int s = 0; s < 4; ++s) *reinterpret_cast<float2*>(dst + s * plane) = make_float2(z0[s], z1[s]);
+          });
+      staged = true;
     }
     const auto block = [&](int e, int hin, int win) {
       return staged_block<kPlane>(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, hin, win);
     };
-    if (!staged) stage_tile<2>(
-        kPlane ? np * int(a.d.iplane.divisor) : np * plane,
-        [&](int e) {
-          if constexpr (kDirect) {
-            return load_block_ll(a.xin, block(e, a.H, a.W), a.H, a.W, a.vec4);  // the forward chain is float
-          } else {
-            return load_block(a.xin, block(e, a.hin, a.win), a.hin, a.win);
-          }
-        },
-        [&](int e, float4 v) {
-          uint32_t p, rem;
-          staged_slot<kPlane>(e, a.d, r, ew, p, rem);
-          float z[4];
-          haar4(v.x, v.y, v.z, v.w, z);
-          float* dst = ys + p * 4 * plane + rem;
+    // One staging loop per load path (kVec: load_block_ll), chosen once per item.
+    const auto stage_blocks = [&](auto vec) {
+      stage_tile<2>(
+          kPlane ? np * int(a.d.iplane.divisor) : np * plane,
+          [&](int e) {
+            if constexpr (kDirect) {
+              return load_block_ll<decltype(vec)::value>(a.xin, block(e, a.H, a.W), a.H, a.W);  // the forward chain is float
+            } else {
+              return load_block(a.xin, block(e, a.hin, a.win), a.hin, a.win);
+            }
+          },
+          [&](int e, float4 v) {
+            uint32_t p, rem;
+            staged_slot<kPlane>(e, a.d, r, ew, p, rem);
+            float z[4];
+            haar4(v.x, v.y, v.z, v.w, z);
+            float* dst = ys + p * 4 * plane + rem;
 #pragma unroll
-          for (int s = 0; s < 4; ++s) dst[s * plane] = z[s];
-        });
+            for (int s = 0; s < 4; ++s) dst[s * plane] = z[s];
+          });
+    };
+    if (!staged) {
+      if (kDirect && a.vec4) stage_blocks(std::true_type{});
+      else stage_blocks(std::false_type{});
+    }
     __syncthreads();
     if constexpr (K > 0) {
       // Register-blocked subband convs into zs (one column strip of one subband per job), then
@@ -128,12 +135,13 @@ template <typename Tin, bool kDirect, int K, bool kPlane>
 __global__ void __launch_bounds__(kBlockThreads) forward_level_kernel(FwdLevelArgs<Tin> a) {
   forward_level_body<Tin, kDirect, K, kPlane>(a);
 }
-// 16-bit activations: held to 4 blocks per SM (64 registers; k = 5 spills 20 bytes), which the
-// pair staging's 16-byte loads in flight would otherwise exceed; a bound of 3 blocks measured
-// 1.6% slower on the big_L2 forward (docs/wtconv.md, perf note 28).
-template <typename Tin, int K, bool kPlane>
-__global__ void __launch_bounds__(kBlockThreads, 4) forward_level_kernel16(FwdLevelArgs<Tin> a) {
-  forward_level_body<Tin, true, K, kPlane>(a);
+// 16-bit activations staged in block pairs: held to 4 blocks per SM (64 registers; k = 5 spills
+// 20 bytes), which the pairs' 16-byte loads in flight would otherwise exceed; a bound of 3 blocks
+// measured 1.6% slower on the big_L2 forward (docs/wtconv.md, perf note 28). Without pairs the
+// 16-bit kernel is the float one's (perf note 67).
+template <typename Tin, int K>
+__global__ void __launch_bounds__(kBlockThreads, 4) forward_level_pairs_kernel(FwdLevelArgs<Tin> a) {
+  forward_level_body<Tin, true, K, false, true>(a);
 }
 
 // A stored chain is float; an activation input (fp16/bf16 only ever direct) takes the direct kernel.
@@ -151,9 +159,9 @@ cudaError_t launch_forward_level(const FwdLevelArgs<Tin>& args, size_t smem, cud
       constexpr bool kPlane = decltype(plane)::value;
       if constexpr (std::is_same<Tin, float>::value)
         if (!a.direct) return launch_with_smem(forward_level_kernel<float, false, K, kPlane>, blocks, smem, stream, a);
-      if constexpr (sizeof(Tin) == 2)
-        return launch_with_smem(forward_level_kernel16<Tin, K, kPlane>, blocks, smem, stream, a);
-      else return launch_with_smem(forward_level_kernel<Tin, true, K, kPlane>, blocks, smem, stream, a);
+      if constexpr (sizeof(Tin) == 2 && !kPlane)
+        if (a.pairs) return launch_with_smem(forward_level_pairs_kernel<Tin, K>, blocks, smem, stream, a);
+      return launch_with_smem(forward_level_kernel<Tin, true, K, kPlane>, blocks, smem, stream, a);
     };
     return a.plane_tile ? launch(std::true_type{}) : launch(std::false_type{});
   });
