@@ -59,7 +59,37 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
     const float res_first = first_residual(a.dxin, pos, np * th * tw, a.d.cell, a.d.col, a.B, a.C, c, a.hq, a.wq);
     __syncthreads();
     struct Blocks { float4 x, g; };  // the 2x2 blocks of X_{l-1} and G_{l-1}[LL]
-    bool staged = false;
+    const auto block = [&](int e, int hin, int win) {
+      return staged_block<kPlane>(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, hin, win);
+    };
+    // One staging loop per load path (load_block_ll<vector>), chosen once per item; kPairs
+    // instances stage block pairs instead and never instantiate it.
+    const auto stage_blocks = [&](auto vec) {
+      stage_tile<2>(
+          kPlane ? np * int(a.d.iplane.divisor) : np * plane,
+          [&](int e) {
+            if constexpr (kDirect) {
+              const LevelBlock blk = block(e, a.H, a.W);
+              return Blocks{load_block_ll<decltype(vec)::value>(a.xin, blk, a.H, a.W),
+                            load_block_ll<decltype(vec)::value>(a.gin, blk, a.H, a.W)};
+            } else {
+              const LevelBlock blk = block(e, a.hin, a.win);
+              return Blocks{load_block(a.xin, blk, a.hin, a.win), load_block(a.gin, blk, a.hin, a.win)};
+            }
+          },
+          [&](int e, const Blocks& v) {
+            uint32_t p, rem;
+            staged_slot<kPlane>(e, a.d, r, ew, p, rem);
+            float z[4], g[4];
+            haar4(v.x.x, v.x.y, v.x.z, v.x.w, z);
+            haar4(v.g.x, v.g.y, v.g.z, v.g.w, g);
+#pragma unroll
+            for (int t = 0; t < 4; ++t) {
+              ys[(p * 4 + t) * plane + rem] = z[t];
+              gs[(p * 4 + t) * plane + rem] = g[t];
+            }
+          });
+    };
     if constexpr (kPairs) {
       // Pairs of blocks of x and dy with 16-byte loads (load_block_pair_ll; docs/wtconv.md, perf
       // note 28), one pair in flight per thread: the bytes of the two 8-byte loads it replaces, at
@@ -87,41 +117,11 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
               *reinterpret_cast<float2*>(gs + at + t * plane) = make_float2(g0[t], g1[t]);
             }
           });
-      staged = true;
-    }
-    const auto block = [&](int e, int hin, int win) {
-      return staged_block<kPlane>(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, hin, win);
-    };
-    // One staging loop per load path (kVec: load_block_ll), chosen once per item.
-    const auto stage_blocks = [&](auto vec) {
-      constexpr bool kVec = decltype(vec)::value;
-      stage_tile<2>(
-          kPlane ? np * int(a.d.iplane.divisor) : np * plane,
-          [&](int e) {
-            if constexpr (kDirect) {
-              const LevelBlock blk = block(e, a.H, a.W);
-              return Blocks{load_block_ll<kVec>(a.xin, blk, a.H, a.W), load_block_ll<kVec>(a.gin, blk, a.H, a.W)};
-            } else {
-              const LevelBlock blk = block(e, a.hin, a.win);
-              return Blocks{load_block(a.xin, blk, a.hin, a.win), load_block(a.gin, blk, a.hin, a.win)};
-            }
-          },
-          [&](int e, const Blocks& v) {
-            uint32_t p, rem;
-            staged_slot<kPlane>(e, a.d, r, ew, p, rem);
-            float z[4], g[4];
-            haar4(v.x.x, v.x.y, v.x.z, v.x.w, z);
-            haar4(v.g.x, v.g.y, v.g.z, v.g.w, g);
-#pragma unroll
-            for (int t = 0; t < 4; ++t) {
-              ys[(p * 4 + t) * plane + rem] = z[t];
-              gs[(p * 4 + t) * plane + rem] = g[t];
-            }
-          });
-    };
-    if (!staged) {
-      if (kDirect && a.vec4) stage_blocks(std::true_type{});
+    } else if constexpr (kDirect) {
+      if (a.vec4) stage_blocks(std::true_type{});
       else stage_blocks(std::false_type{});
+    } else {
+      stage_blocks(std::false_type{});
     }
     __syncthreads();
     if constexpr (K > 0) {

@@ -36,30 +36,11 @@ __device__ __forceinline__ void forward_level_body(const FwdLevelArgs<Tin>& a) {
     // R_l of this thread's first synthesis coefficient, loaded before the staging.
     const float res_first = first_residual(a.rin, pos, np * th * tw, a.d.cell, a.d.col, a.B, a.C, c, a.hq, a.wq);
     __syncthreads();
-    bool staged = false;
-    if constexpr (kPairs) {
-      static_assert(kDirect && sizeof(Tin) == 2 && !kPlane, "pair staging: 16-bit activations, tiled grid");
-      stage_tile<2>(
-          np * eh * int(a.d.row2.divisor),
-          [&](int e) {
-            const PairPos v = level_pair(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, a.H, a.W);
-            return load_block_pair_ll(a.xin, v.off, v.qy, v.qx, v.in, a.H, a.W);
-          },
-          [&](int e, const BlockPair& v) {
-            const Pos3 q = split3(e, a.d.plane2, a.d.row2);
-            float z0[4], z1[4];
-            haar4(v.a.x, v.a.y, v.a.z, v.a.w, z0);
-            haar4(v.b.x, v.b.y, v.b.z, v.b.w, z1);
-            float* dst = ys + q.p * 4 * plane + q.y * ew + 2 * q.x;  // 8-byte aligned: ew, plane even
-#pragma unroll
-            for (int s = 0; s < 4; ++s) *reinterpret_cast<float2*>(dst + s * plane) = make_float2(z0[s], z1[s]);
-          });
-      staged = true;
-    }
     const auto block = [&](int e, int hin, int win) {
       return staged_block<kPlane>(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, hin, win);
     };
-    // One staging loop per load path (kVec: load_block_ll), chosen once per item.
+    // One staging loop per load path (load_block_ll<vector>), chosen once per item; kPairs
+    // instances stage block pairs instead and never instantiate it.
     const auto stage_blocks = [&](auto vec) {
       stage_tile<2>(
           kPlane ? np * int(a.d.iplane.divisor) : np * plane,
@@ -80,9 +61,28 @@ __device__ __forceinline__ void forward_level_body(const FwdLevelArgs<Tin>& a) {
             for (int s = 0; s < 4; ++s) dst[s * plane] = z[s];
           });
     };
-    if (!staged) {
-      if (kDirect && a.vec4) stage_blocks(std::true_type{});
+    if constexpr (kPairs) {
+      static_assert(kDirect && sizeof(Tin) == 2 && !kPlane, "pair staging: 16-bit activations, tiled grid");
+      stage_tile<2>(
+          np * eh * int(a.d.row2.divisor),
+          [&](int e) {
+            const PairPos v = level_pair(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, a.H, a.W);
+            return load_block_pair_ll(a.xin, v.off, v.qy, v.qx, v.in, a.H, a.W);
+          },
+          [&](int e, const BlockPair& v) {
+            const Pos3 q = split3(e, a.d.plane2, a.d.row2);
+            float z0[4], z1[4];
+            haar4(v.a.x, v.a.y, v.a.z, v.a.w, z0);
+            haar4(v.b.x, v.b.y, v.b.z, v.b.w, z1);
+            float* dst = ys + q.p * 4 * plane + q.y * ew + 2 * q.x;  // 8-byte aligned: ew, plane even
+#pragma unroll
+            for (int s = 0; s < 4; ++s) *reinterpret_cast<float2*>(dst + s * plane) = make_float2(z0[s], z1[s]);
+          });
+    } else if constexpr (kDirect) {
+      if (a.vec4) stage_blocks(std::true_type{});
       else stage_blocks(std::false_type{});
+    } else {
+      stage_blocks(std::false_type{});
     }
     __syncthreads();
     if constexpr (K > 0) {
