@@ -20,6 +20,12 @@ namespace wtconv_detail {
 // t0: r coefficients of halo, and g2 more pixels for level 2's (fused).
 __device__ __forceinline__ int bwd_box_origin(int t0, int r, int g2) { return 2 * (t0 - r) - g2; }
 
+// One quad of x and the same quad of dy, as loaded (load_quad_rows).
+template <typename Q>
+struct QuadPair {
+  Q x, d;
+};
+
 // kTma: the TMA-staged instances (a.tma: the unfused fp32 one, tiles starting 16-byte aligned, and
 // every fused one), compiled apart so that the other instances keep their registers
 // (bwd_base_tma_smem, bwd_fused_smem).
@@ -244,28 +250,32 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
       // Quads of 4 columns, two rows each, of x and dy: the x and D tiles and Y_1, G_1 in one pass
       // (aligned loads when a.vec4, else element loads: odd widths).
       const int xa = px0 & ~3, off = px0 - xa;
-      struct Both { QuadRows<T> x, d; };
-      // 16-bit activations at k = 5: two raw quads in flight per thread (a raw quad holds half the
-      // registers of a float one); fp16 backward base -3.4% on big_L2. At k = 3 it measured neutral
-      // and at k = 7 1-2% slower (more spills at the register bound), so they keep one
-      // (docs/wtconv.md, perf note 27).
-      constexpr int kQuadsInFlight = sizeof(T) == 2 && K == 5 ? 2 : 1;
-      stage_tile<kQuadsInFlight>(
-          np * eh * a.quads.row.divisor,
-          [&](int e) {
-            const Pos3 q = split3(e, a.quads.plane, a.quads.row);
-            const int b = pos.b0 + q.p;
-            const int64_t pl = (int64_t(b < a.B ? b : a.B - 1) * a.C + c) * a.H * a.W;
-            const int y = py0 + 2 * q.y, x = xa + 4 * q.x;
-            return Both{load_quad_rows(a.x + pl, a.H, a.W, y, x, b < a.B, a.vec4),
-                        load_quad_rows(a.dy + pl, a.H, a.W, y, x, b < a.B, a.vec4)};
-          },
-          [&](int e, const Both& v) {
-            const Pos3 q = split3(e, a.quads.plane, a.quads.row);
-            const int col0 = 4 * q.x - off;
-            store_quad_rows(v.x, xs + q.p * pplane, pw, 2 * q.y, col0, 2 * ew, ys + q.p * 4 * plane, plane, ew);
-            store_quad_rows(v.d, ds + q.p * pplane, pw, 2 * q.y, col0, 2 * ew, gs + q.p * 4 * plane, plane, ew);
-          });
+      const auto stage_quads = [&](auto vec) {  // the load path (load_quad_rows<vector>), chosen once per item
+        constexpr bool kVec = decltype(vec)::value;
+        // 16-bit raw rows at k = 5: two quads in flight per thread (a raw quad holds half the
+        // registers of a float one); fp16 backward base -3.4% on big_L2. At k = 3 it measured neutral
+        // and at k = 7 1-2% slower (more spills at the register bound), so they keep one
+        // (docs/wtconv.md, perf note 27); element loads arrive as floats (load_quad_rows) and keep one.
+        constexpr int kQuadsInFlight = sizeof(T) == 2 && K == 5 && kVec ? 2 : 1;
+        stage_tile<kQuadsInFlight>(
+            np * eh * a.quads.row.divisor,
+            [&](int e) {
+              const Pos3 q = split3(e, a.quads.plane, a.quads.row);
+              const int b = pos.b0 + q.p;
+              const int64_t pl = (int64_t(b < a.B ? b : a.B - 1) * a.C + c) * a.H * a.W;
+              const int y = py0 + 2 * q.y, x = xa + 4 * q.x;
+              return QuadPair<LoadedQuad<T, kVec>>{load_quad_rows<kVec>(a.x + pl, a.H, a.W, y, x, b < a.B),
+                                                   load_quad_rows<kVec>(a.dy + pl, a.H, a.W, y, x, b < a.B)};
+            },
+            [&](int e, const auto& v) {
+              const Pos3 q = split3(e, a.quads.plane, a.quads.row);
+              const int col0 = 4 * q.x - off;
+              store_quad_rows(v.x, xs + q.p * pplane, pw, 2 * q.y, col0, 2 * ew, ys + q.p * 4 * plane, plane, ew);
+              store_quad_rows(v.d, ds + q.p * pplane, pw, 2 * q.y, col0, 2 * ew, gs + q.p * 4 * plane, plane, ew);
+            });
+      };
+      if (a.vec4) stage_quads(std::true_type{});
+      else stage_quads(std::false_type{});
     } else {
       // The tile holds its whole plane: the plane's pixels alone at tile offset so = 2 r, the zeros
       // around them in place (StagedRegion); then the Haar blocks they touch.

@@ -797,14 +797,16 @@ __device__ __forceinline__ float4 load4(const H* p) {
 
 // Quad staging with the Haar analysis on the fly: a 2-row x 4-column block of an activation plane
 // (columns x .. x + 3, x a multiple of 4) is two 2x2 Haar blocks, loaded by one thread and stored
-// with its two Haar blocks in one pass (store_quad_rows). With `vec` (W % 4 == 0 and the base
+// with its two Haar blocks in one pass (store_quad_rows). With kVec (W % 4 == 0 and the base
 // pointer 4-element aligned) each row of the block is one aligned load, wholly inside or outside
 // the row; without, any W: four element loads per row, each column tested against W. Either way a
 // block costs one index decomposition for eight pixels, where the generic staging decomposed every
 // pixel and then every Haar block again in a second pass (docs/wtconv.md, perf note 66).
-// A quad's two rows as loaded: fp32 as floats; 16-bit types as their raw 8 bytes per row, half the
-// registers, converted when stored (store_quad_rows), so that a thread keeps twice as many quads
-// in flight for the same registers.
+// A quad's two rows as loaded: fp32 as floats; 16-bit rows of a vector load as their raw 8 bytes,
+// half the registers, converted when stored (store_quad_rows), so that a thread keeps twice as many
+// quads in flight for the same registers. Element loads (kVec false) are converted as loaded: packing
+// 16-bit elements into raw rows and unpacking them again cost the 16-bit backward base ~8% over
+// fp32 at odd widths (docs/wtconv.md, perf note 69).
 template <typename T>
 struct QuadRows {
   uint2 r0, r1;
@@ -813,36 +815,43 @@ template <>
 struct QuadRows<float> {
   float4 r0, r1;
 };
-template <typename T>
-__device__ __forceinline__ QuadRows<T> load_quad_rows(const T* plane, int H, int W, int y, int x, bool in_plane,
-                                                      bool vec) {
-  using Row = decltype(QuadRows<T>::r0);
-  static_assert(sizeof(Row) == 4 * sizeof(T), "a row of the block is four elements");
-  QuadRows<T> v;
-  v.r0 = Row{};  // zero bits: +0 in every type
-  v.r1 = v.r0;
-  if (in_plane && x >= 0 && x < W) {  // x % 4 == 0: a block left of column 0 lies wholly outside
-    const T* src = plane + int64_t(y) * W + x;
-    const bool in0 = y >= 0 && y < H, in1 = y + 1 >= 0 && y + 1 < H;
-    if (vec) {
+template <typename T, bool kVec>
+using LoadedQuad = std::conditional_t<kVec, QuadRows<T>, QuadRows<float>>;
+// kVec is a template parameter, chosen once per item by the caller: a run-time choice inside the
+// staging loop keeps both load paths in it.
+template <bool kVec, typename T>
+__device__ __forceinline__ LoadedQuad<T, kVec> load_quad_rows(const T* plane, int H, int W, int y, int x,
+                                                              bool in_plane) {
+  const bool inside = in_plane && x >= 0 && x < W;  // x % 4 == 0: a block left of column 0 lies wholly outside
+  const T* src = plane + int64_t(y) * W + x;
+  const bool in0 = y >= 0 && y < H, in1 = y + 1 >= 0 && y + 1 < H;
+  if constexpr (kVec) {
+    using Row = decltype(QuadRows<T>::r0);
+    static_assert(sizeof(Row) == 4 * sizeof(T), "a row of the block is four elements");
+    QuadRows<T> v;
+    v.r0 = Row{};  // zero bits: +0 in every type
+    v.r1 = v.r0;
+    if (inside) {
       if (in0) v.r0 = *reinterpret_cast<const Row*>(src);
       if (in1) v.r1 = *reinterpret_cast<const Row*>(src + W);
-    } else {
-      T e0[4], e1[4];
-      memcpy(e0, &v.r0, sizeof e0);  // the zeros
-      memcpy(e1, &v.r1, sizeof e1);
+    }
+    return v;
+  } else {
+    float e0[4] = {0.f, 0.f, 0.f, 0.f}, e1[4] = {0.f, 0.f, 0.f, 0.f};
+    if (inside) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         if (x + i < W) {
-          if (in0) e0[i] = src[i];
-          if (in1) e1[i] = src[W + i];
+          if (in0) e0[i] = to_float(src[i]);
+          if (in1) e1[i] = to_float(src[W + i]);
         }
       }
-      memcpy(&v.r0, e0, sizeof e0);
-      memcpy(&v.r1, e1, sizeof e1);
     }
+    QuadRows<float> v;
+    v.r0 = make_float4(e0[0], e0[1], e0[2], e0[3]);
+    v.r1 = make_float4(e1[0], e1[1], e1[2], e1[3]);
+    return v;
   }
-  return v;
 }
 template <typename T, typename Row>
 __device__ __forceinline__ float4 quad_row_floats(Row row) {

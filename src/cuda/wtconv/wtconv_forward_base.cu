@@ -160,18 +160,24 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
       // Quads of 4 columns at multiples of 4 (xa), two rows each: the x tile and Y_1 in one pass
       // (aligned loads when a.vec4, else element loads: odd widths).
       const int xa = x0x & ~3, off = x0x - xa;
-      stage_tile<1>(  // two 16-bit quads in flight: fp16 forward base 5% slower (docs/wtconv.md, perf note 27)
-          np * qh * a.quads.row.divisor,
-          [&](int e) {
-            const Pos3 q = split3(e, a.quads.plane, a.quads.row);
-            const int b = pos.b0 + q.p;
-            const int64_t pl = int64_t(b < a.B ? b : a.B - 1) * a.C + c;
-            return load_quad_rows(a.x + pl * a.H * a.W, a.H, a.W, x0y + 2 * q.y, xa + 4 * q.x, b < a.B, a.vec4);
-          },
-          [&](int e, const QuadRows<T>& v) {
-            const Pos3 q = split3(e, a.quads.plane, a.quads.row);
-            store_quad_rows(v, xs + q.p * xh * xw, xw, 2 * q.y, 4 * q.x - off, xw, ys + q.p * 4 * qh * qw, qh * qw, qw);
-          });
+      const auto stage_quads = [&](auto vec) {  // the load path (load_quad_rows<vector>), chosen once per item
+        stage_tile<1>(  // two 16-bit quads in flight: fp16 forward base 5% slower (docs/wtconv.md, perf note 27)
+            np * qh * a.quads.row.divisor,
+            [&](int e) {
+              const Pos3 q = split3(e, a.quads.plane, a.quads.row);
+              const int b = pos.b0 + q.p;
+              const int64_t pl = int64_t(b < a.B ? b : a.B - 1) * a.C + c;
+              return load_quad_rows<decltype(vec)::value>(a.x + pl * a.H * a.W, a.H, a.W, x0y + 2 * q.y,
+                                                          xa + 4 * q.x, b < a.B);
+            },
+            [&](int e, const auto& v) {
+              const Pos3 q = split3(e, a.quads.plane, a.quads.row);
+              store_quad_rows(v, xs + q.p * xh * xw, xw, 2 * q.y, 4 * q.x - off, xw, ys + q.p * 4 * qh * qw, qh * qw,
+                              qw);
+            });
+      };
+      if (a.vec4) stage_quads(std::true_type{});
+      else stage_quads(std::false_type{});
     } else {
       // The tile holds its whole plane: the plane's pixels alone at tile offset so = 2 r, the zeros
       // around them in place (StagedRegion); then the Haar blocks they touch.
