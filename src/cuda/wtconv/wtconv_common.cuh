@@ -805,8 +805,8 @@ __device__ __forceinline__ float4 load4(const H* p) {
 // A quad's two rows as loaded: fp32 as floats; 16-bit rows of a vector load as their raw 8 bytes,
 // half the registers, converted when stored (store_quad_rows), so that a thread keeps twice as many
 // quads in flight for the same registers. Element loads (kVec false) are converted as loaded: packing
-// 16-bit elements into raw rows and unpacking them again cost the 16-bit backward base ~8% over
-// fp32 at odd widths (docs/wtconv.md, perf note 69).
+// 16-bit elements into raw rows only to unpack them when stored adds instructions and saves no
+// load (docs/wtconv.md, perf note 69).
 template <typename T>
 struct QuadRows {
   uint2 r0, r1;
