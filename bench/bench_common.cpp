@@ -201,7 +201,9 @@ double relative_l2(const std::vector<double>& got, const std::vector<double>& re
   return std::sqrt(num / den);
 }
 
-bool write_results(const Options& opt, const std::string& device_line, const std::vector<ResultRow>& rows,
+std::string tflops_text(double tflops) { return tflops >= 1.0 ? fmt("%.2f", tflops) : fmt("%.4g", tflops); }
+
+bool write_results(const Options& opt, const RunHeader& header, const std::vector<ResultRow>& rows,
                    std::string* error) {
   if (!make_dirs(opt.out_dir)) {
     *error = "cannot create " + opt.out_dir;
@@ -217,18 +219,19 @@ bool write_results(const Options& opt, const std::string& device_line, const std
   detail << "layer,precision,layout,impl,ms,tflops,extra_bytes,peak_bytes,rel_err,detail,skipped\n";
   for (const auto& r : rows) {
     detail << r.layer << ',' << r.precision << ',' << r.layout << ',' << r.impl << ',' << fmt("%.4f", r.ms) << ','
-           << fmt("%.2f", r.tflops) << ',' << r.extra_bytes << ',' << r.peak_bytes << ',' << fmt("%.3e", r.rel_err)
+           << tflops_text(r.tflops) << ',' << r.extra_bytes << ',' << r.peak_bytes << ',' << fmt("%.3e", r.rel_err)
            << ",\"" << r.detail << "\",\"" << r.skipped << "\"\n";
     if (!r.skipped.empty()) continue;
     csv << r.layer << ',' << r.precision << ',' << r.layout << ',' << r.impl << ',' << fmt("%.4f", r.ms) << ','
-        << fmt("%.2f", r.tflops) << ',' << r.extra_bytes << ',' << fmt("%.3e", r.rel_err) << '\n';
+        << tflops_text(r.tflops) << ',' << r.extra_bytes << ',' << fmt("%.3e", r.rel_err) << '\n';
   }
 
   // Summary: one table per (precision, layout) with TFLOPS per implementation and the ratios
-  // the acceptance criteria speak of, each against baselines of this same run.
-  md << "# conv2d results\n\n" << device_line << "  \ncommit " << opt.commit << ", batch "
-     << (opt.batch > 0 ? std::to_string(opt.batch) : std::string("default")) << ", median of " << opt.reps
-     << " launches (CUDA events, L2 flushed before each), TFLOPS = 2*N*K*P*Q*C*R*S / time.\n"
+  // the acceptance criteria speak of, each against baselines of this same run (only those that
+  // ran: the CPU path has none, and a build may lack cuDNN or cuBLAS).
+  md << "# conv2d results\n\n" << header.device << "  \ncommit " << opt.commit << ", batch "
+     << (opt.batch > 0 ? std::to_string(opt.batch) : std::string("default")) << ", " << header.timing
+     << ", TFLOPS = 2*N*K*P*Q*C*R*S / time.\n"
      << "rel_err: relative L2 error against an FP64 reference on " << opt.check_pixels
      << " random output pixels (all channels); every output element is also checked finite.\n\n";
   std::set<std::pair<std::string, std::string>> groups;
@@ -238,11 +241,6 @@ bool write_results(const Options& opt, const std::string& device_line, const std
     if (std::find(impl_order.begin(), impl_order.end(), r.impl) == impl_order.end()) impl_order.push_back(r.impl);
   }
   for (const auto& [prec, layout] : groups) {
-    md << "## " << prec << " " << layout << "\n\n| layer |";
-    for (const auto& i : impl_order) md << ' ' << i << " |";
-    md << " winconv/cudnn_best | winconv/cudnn_implicit | winconv/im2col_cublas | extra bytes winconv/im2col |\n|---|";
-    for (size_t i = 0; i < impl_order.size() + 4; ++i) md << "---|";
-    md << '\n';
     std::map<std::string, std::vector<double>> ratios;
     std::vector<std::string> layer_order;
     std::map<std::pair<std::string, std::string>, const ResultRow*> cell;
@@ -251,6 +249,20 @@ bool write_results(const Options& opt, const std::string& device_line, const std
       if (std::find(layer_order.begin(), layer_order.end(), r.layer) == layer_order.end()) layer_order.push_back(r.layer);
       cell[{r.layer, r.impl}] = &r;
     }
+    // The baselines with at least one row that ran in this group: a ratio column each.
+    std::vector<const char*> bases;
+    for (const char* base : {"cudnn_best", "cudnn_implicit", "im2col_cublas"})
+      if (std::any_of(cell.begin(), cell.end(),
+                      [&](const auto& c) { return c.first.second == base && c.second->skipped.empty(); }))
+        bases.push_back(base);
+    const bool have_im2col = std::find(bases.begin(), bases.end(), std::string("im2col_cublas")) != bases.end();
+    md << "## " << prec << " " << layout << "\n\n| layer |";
+    for (const auto& i : impl_order) md << ' ' << i << " |";
+    for (const char* base : bases) md << " winconv/" << base << " |";
+    if (have_im2col) md << " extra bytes winconv/im2col |";
+    md << "\n|---|";
+    for (size_t i = 0; i < impl_order.size() + bases.size() + (have_im2col ? 1 : 0); ++i) md << "---|";
+    md << '\n';
     // A layer whose name extends another listed layer's (conv4c32 of conv4) is a variant of it:
     // shown, but not counted in the geometric means over the benchmark's twelve layers.
     auto is_variant = [&](const std::string& layer) {
@@ -265,14 +277,14 @@ bool write_results(const Options& opt, const std::string& device_line, const std
       for (const auto& i : impl_order) {
         auto it = cell.find({layer, i});
         if (it == cell.end() || !it->second->skipped.empty()) md << " - |";
-        else md << ' ' << fmt("%.2f", it->second->tflops) << " |";
+        else md << ' ' << tflops_text(it->second->tflops) << " |";
       }
       auto ok = [&](const std::string& impl) -> const ResultRow* {
         auto it = cell.find({layer, impl});
         return (it != cell.end() && it->second->skipped.empty()) ? it->second : nullptr;
       };
       const ResultRow* ours = ok("winconv");
-      for (const char* base : {"cudnn_best", "cudnn_implicit", "im2col_cublas"}) {
+      for (const char* base : bases) {
         const ResultRow* b = ok(base);
         if (ours && b) {
           const double ratio = ours->tflops / b->tflops;
@@ -283,13 +295,20 @@ bool write_results(const Options& opt, const std::string& device_line, const std
         }
       }
       const ResultRow* col = ok("im2col_cublas");
-      if (ours && col && col->extra_bytes > 0)
-        md << ' ' << fmt("%.3f", double(ours->extra_bytes) / double(col->extra_bytes)) << " |\n";
-      else
-        md << " - |\n";
+      if (have_im2col) {
+        if (ours && col && col->extra_bytes > 0)
+          md << ' ' << fmt("%.3f", double(ours->extra_bytes) / double(col->extra_bytes)) << " |";
+        else
+          md << " - |";
+      }
+      md << '\n';
+    }
+    if (bases.empty()) {
+      md << "\nNo baseline ran in this group, so there are no ratios (the CPU path runs winconv alone).\n\n";
+      continue;
     }
     md << "\nGeometric means of winconv's ratio (variants excluded):";
-    for (const char* base : {"cudnn_best", "cudnn_implicit", "im2col_cublas"})
+    for (const char* base : bases)
       md << ' ' << base << ' ' << fmt("%.3f", geomean(ratios[base])) << " (" << ratios[base].size() << " layers);";
     md << "\n\n";
   }

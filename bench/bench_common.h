@@ -48,9 +48,20 @@ struct ResultRow {
   std::string skipped;  // non-empty: why this implementation did not run (no row in conv2d.csv)
 };
 
+// What the summary says of the run, set by the path that ran it: the device, and how its times
+// were taken (the GPU path and the CPU path time differently).
+struct RunHeader {
+  std::string device;
+  std::string timing;
+};
+
 // Writes conv2d.csv, conv2d_detail.csv and conv2d_summary.md into opt.out_dir.
-bool write_results(const Options& opt, const std::string& device_line, const std::vector<ResultRow>& rows,
+bool write_results(const Options& opt, const RunHeader& header, const std::vector<ResultRow>& rows,
                    std::string* error);
+
+// A rate as the result files print it: two decimals, or four significant digits below 1 TFLOPS
+// (the CPU path's rates would otherwise all read 0.01 or 0.02).
+std::string tflops_text(double tflops);
 
 // Median of a sample (copied; the input is left in order).
 double median(std::vector<double> v);

@@ -30,10 +30,11 @@ void fill_random(float* data, size_t count, uint64_t seed) {
 }
 
 bool run_cpu_bench(const Options& opt, const std::vector<Layer>& layers, std::vector<ResultRow>* rows,
-                   std::string* device_line, std::string* error) {
-  *device_line = "CPU path (" + std::to_string(std::thread::hardware_concurrency()) + " hardware threads)";
-  const int64_t batch = opt.batch > 0 ? opt.batch : 1;
+                   RunHeader* header, std::string* error) {
   const int reps = 3;  // CPU runs are long and steady; three give a median
+  header->device = "CPU path (" + std::to_string(std::thread::hardware_concurrency()) + " hardware threads)";
+  header->timing = "median of " + std::to_string(reps) + " runs (host steady clock)";
+  const int64_t batch = opt.batch > 0 ? opt.batch : 1;
   std::mt19937_64 rng(1234);
   for (const Layer& layer : layers) {
     for (Layout layout : opt.layouts) {

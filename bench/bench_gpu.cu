@@ -171,17 +171,18 @@ bool gpu_available() {
 }
 
 bool run_gpu_bench(const Options& opt, const std::vector<Layer>& layers, std::vector<ResultRow>* rows,
-                   std::string* device_line, std::string* error) {
+                   RunHeader* header, std::string* error) {
   try {
     cudaDeviceProp prop{};
     check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
     int driver = 0, runtime = 0;
     cudaDriverGetVersion(&driver);
     cudaRuntimeGetVersion(&runtime);
-    *device_line = std::string(prop.name) + ", " + std::to_string(prop.multiProcessorCount) + " SMs, L2 " +
+    header->device = std::string(prop.name) + ", " + std::to_string(prop.multiProcessorCount) + " SMs, L2 " +
                    std::to_string(prop.l2CacheSize >> 20) + " MiB, CUDA driver " + std::to_string(driver) +
                    ", runtime " + std::to_string(runtime);
-    std::printf("%s\n", device_line->c_str());
+    header->timing = "median of " + std::to_string(opt.reps) + " launches (CUDA events, L2 flushed before each)";
+    std::printf("%s\n", header->device.c_str());
     const int64_t batch = opt.batch > 0 ? opt.batch : 128;
     cudaStream_t stream;
     check(cudaStreamCreate(&stream), "cudaStreamCreate");

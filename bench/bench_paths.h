@@ -9,13 +9,13 @@ namespace winconv::bench {
 
 // Fills *rows; returns false (with *error) when the run could not be carried out.
 bool run_cpu_bench(const Options& opt, const std::vector<Layer>& layers, std::vector<ResultRow>* rows,
-                   std::string* device_line, std::string* error);
+                   RunHeader* header, std::string* error);
 
 #if WINCONV_HAVE_CUDA
 // True when a CUDA device is present (the GPU path then runs).
 bool gpu_available();
 bool run_gpu_bench(const Options& opt, const std::vector<Layer>& layers, std::vector<ResultRow>* rows,
-                   std::string* device_line, std::string* error);
+                   RunHeader* header, std::string* error);
 #endif
 
 // Random values in [-1, 1) from a counter-based hash: reproducible, parallel, never constant.

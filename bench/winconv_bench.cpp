@@ -17,24 +17,24 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::vector<ResultRow> rows;
-  std::string device_line;
+  RunHeader header;
   bool ok = false;
 #if WINCONV_HAVE_CUDA
   if (!opt.cpu && gpu_available()) {
-    ok = run_gpu_bench(opt, layers, &rows, &device_line, &error);
+    ok = run_gpu_bench(opt, layers, &rows, &header, &error);
   } else {
     if (!opt.cpu) std::printf("winconv-bench: no CUDA device found; running the CPU im2win path\n");
-    ok = run_cpu_bench(opt, layers, &rows, &device_line, &error);
+    ok = run_cpu_bench(opt, layers, &rows, &header, &error);
   }
 #else
   std::printf("winconv-bench: built without CUDA; running the CPU im2win path\n");
-  ok = run_cpu_bench(opt, layers, &rows, &device_line, &error);
+  ok = run_cpu_bench(opt, layers, &rows, &header, &error);
 #endif
   if (!ok) {
     std::fprintf(stderr, "winconv-bench: %s\n", error.c_str());
     return 1;
   }
-  if (!write_results(opt, device_line, rows, &error)) {
+  if (!write_results(opt, header, rows, &error)) {
     std::fprintf(stderr, "winconv-bench: %s\n", error.c_str());
     return 1;
   }

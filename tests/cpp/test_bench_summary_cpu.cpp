@@ -1,5 +1,6 @@
-// winconv-bench's result files: the CSV format of DESIGN.md and the summary's geometric means,
-// which count a layer variant (conv4c32 of conv4) out but not conv10 of conv1.
+// winconv-bench's result files: the CSV format of DESIGN.md, the summary's geometric means, which
+// count a layer variant (conv4c32 of conv4) out but not conv10 of conv1, and a summary of the CPU
+// path, which has no baselines and times differently.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -42,7 +43,7 @@ TEST(BenchSummary, CsvHeaderAndGeomeanOverNonVariants) {
   skipped.skipped = "not built";
   rows.push_back(skipped);
   std::string error;
-  ASSERT_TRUE(write_results(opt, "test device", rows, &error)) << error;
+  ASSERT_TRUE(write_results(opt, {"test device", "median of 30 launches (test timing)"}, rows, &error)) << error;
 
   const std::string csv = read(opt.out_dir + "/conv2d.csv");
   EXPECT_EQ(csv.substr(0, csv.find('\n')), "layer,precision,layout,impl,ms,tflops,extra_bytes,rel_err");
@@ -56,6 +57,40 @@ TEST(BenchSummary, CsvHeaderAndGeomeanOverNonVariants) {
   std::snprintf(want, sizeof want, "cudnn_best %.3f (3 layers)", std::cbrt(16.0));
   EXPECT_NE(md.find(want), std::string::npos) << md;
   EXPECT_NE(md.find("conv1 fp32 nchw im2col_cublas: not built"), std::string::npos);
+  EXPECT_NE(md.find("test device  \ncommit unknown, batch default, median of 30 launches (test timing), TFLOPS"),
+            std::string::npos)
+      << md;
+  // cudnn_best ran; cudnn_implicit never did, and im2col_cublas only as a skipped row: no columns.
+  EXPECT_NE(md.find("| winconv/cudnn_best |"), std::string::npos);
+  EXPECT_EQ(md.find("winconv/cudnn_implicit"), std::string::npos) << md;
+  EXPECT_EQ(md.find("winconv/im2col"), std::string::npos) << md;
+}
+
+TEST(BenchSummary, CpuPathWithoutBaselines) {
+  Options opt;
+  opt.out_dir = ::testing::TempDir() + "winconv_bench_summary_cpu";
+  std::vector<ResultRow> rows = {row("conv1", "winconv", 0.012345), row("conv2", "winconv", 0.0008)};
+  std::string error;
+  ASSERT_TRUE(write_results(opt, {"CPU path (2 hardware threads)", "median of 3 runs (host steady clock)"}, rows,
+                            &error))
+      << error;
+  const std::string md = read(opt.out_dir + "/conv2d_summary.md");
+  EXPECT_NE(md.find("median of 3 runs (host steady clock)"), std::string::npos) << md;
+  EXPECT_EQ(md.find("CUDA events"), std::string::npos) << md;
+  EXPECT_EQ(md.find("nan"), std::string::npos) << md;
+  EXPECT_EQ(md.find("Geometric means"), std::string::npos) << md;
+  EXPECT_NE(md.find("No baseline ran in this group"), std::string::npos) << md;
+  EXPECT_NE(md.find("| conv1 | 0.01235 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| conv2 | 0.0008 |"), std::string::npos) << md;
+  const std::string csv = read(opt.out_dir + "/conv2d.csv");
+  EXPECT_NE(csv.find(",winconv,81.0045,0.01235,0,"), std::string::npos) << csv;
+}
+
+TEST(BenchSummary, RateText) {
+  EXPECT_EQ(tflops_text(40.544), "40.54");
+  EXPECT_EQ(tflops_text(1.0), "1.00");
+  EXPECT_EQ(tflops_text(0.98765), "0.9877");
+  EXPECT_EQ(tflops_text(0.00123456), "0.001235");
 }
 
 TEST(BenchSummary, RelativeL2FailsOnNaN) {
