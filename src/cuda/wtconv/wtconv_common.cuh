@@ -837,19 +837,21 @@ __device__ __forceinline__ LoadedQuad<T, kVec> load_quad_rows(const T* plane, in
     }
     return v;
   } else {
-    float e0[4] = {0.f, 0.f, 0.f, 0.f}, e1[4] = {0.f, 0.f, 0.f, 0.f};
-    if (inside) {
+    // Every load issued before the first conversion: a conversion next to its load makes the thread
+    // wait for that load before it issues the next one.
+    T h0[4], h1[4];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        if (x + i < W) {
-          if (in0) e0[i] = to_float(src[i]);
-          if (in1) e1[i] = to_float(src[W + i]);
-        }
+    for (int i = 0; i < 4; ++i) {
+      h0[i] = T(0.f);
+      h1[i] = T(0.f);
+      if (inside && x + i < W) {
+        if (in0) h0[i] = src[i];
+        if (in1) h1[i] = src[W + i];
       }
     }
     QuadRows<float> v;
-    v.r0 = make_float4(e0[0], e0[1], e0[2], e0[3]);
-    v.r1 = make_float4(e1[0], e1[1], e1[2], e1[3]);
+    v.r0 = make_float4(to_float(h0[0]), to_float(h0[1]), to_float(h0[2]), to_float(h0[3]));
+    v.r1 = make_float4(to_float(h1[0]), to_float(h1[1]), to_float(h1[2]), to_float(h1[3]));
     return v;
   }
 }
