@@ -31,6 +31,7 @@ import csv
 import importlib
 import json
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -170,6 +171,20 @@ def import_class(spec: str, path: Optional[str]):
     if path and str(Path(path).resolve()) not in sys.path:
         sys.path.insert(0, str(Path(path).resolve()))
     return getattr(importlib.import_module(module_name), class_name)
+
+
+# The official fused module compiles every odd kernel size up to $HAAR_MAX_K (7 when unset) and
+# refuses larger ones; its build reads the variable when it is first imported.
+OFFICIAL_DEFAULT_MAX_K = 7
+
+
+def official_kernel_ceiling(shapes, environ=os.environ) -> Optional[int]:
+    """The HAAR_MAX_K the official fused module needs for `shapes`, or None when its default or the
+    user's own setting serves (a user's setting is never overridden)."""
+    largest = max((s.kernel_size for s in shapes), default=0)
+    if largest <= OFFICIAL_DEFAULT_MAX_K or environ.get("HAAR_MAX_K"):
+        return None
+    return largest
 
 
 def official_state_dict(ours: Dict[str, torch.Tensor], target_keys) -> Dict[str, torch.Tensor]:
@@ -599,6 +614,13 @@ def main(argv=None) -> int:
         wanted = set(args.only.split(","))
         shapes = [s for s in shapes if s.name in wanted]
     args.out.mkdir(parents=True, exist_ok=True)
+    ceiling = official_kernel_ceiling(shapes) if "official_fused" in args.impls and args.fused_repo else None
+    if ceiling is not None:
+        # Every shape against the official module, not only those up to its default k = 7 (a
+        # one-time compile of the larger sizes, cached by the module per ceiling).
+        os.environ["HAAR_MAX_K"] = str(ceiling)
+        print(f"wtconv_bench: HAAR_MAX_K={ceiling} for the official fused module (kernel sizes above "
+              f"{OFFICIAL_DEFAULT_MAX_K})", flush=True)
     status = winconv.native_status()
     ops_status = winconv.torch_ops_status()
     eager_binding = "C++ operator" if not ops_status else "ctypes (" + ops_status + ")"

@@ -53,6 +53,17 @@ def test_official_layout_mapping_covers_every_parameter():
         wtconv_bench.official_state_dict(ours, ["something_else"])
 
 
+def test_official_kernel_ceiling_covers_the_largest_kernel_size():
+    def shapes(*ks):
+        return [wtconv_bench.Shape(f"s{k}", 1, 2, 8, 8, k, 1) for k in ks]
+
+    assert wtconv_bench.official_kernel_ceiling(shapes(3, 5, 7), environ={}) is None
+    assert wtconv_bench.official_kernel_ceiling(shapes(5, 11, 9), environ={}) == 11
+    # A ceiling the user set is kept, whatever the shapes.
+    assert wtconv_bench.official_kernel_ceiling(shapes(13), environ={"HAAR_MAX_K": "9"}) is None
+    assert wtconv_bench.official_kernel_ceiling([], environ={}) is None
+
+
 def test_floor_byte_model():
     shape = wtconv_bench.Shape("s", 2, 3, 5, 7, 5, 2)
     fwd, train, model = wtconv_bench.kernel_bytes(shape, torch.float16)

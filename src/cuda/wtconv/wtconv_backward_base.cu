@@ -515,23 +515,33 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
 #pragma unroll
       for (int j = 0; j < KM; ++j) acc[j] = 0.f;
       float dsum = 0.f;
-      if (!base_job) {
-        // Level 1, or (fused) level 2 with the same loop over its planes.
-        const float* yb = l2_job ? y2s : ys;
-        const float* gb = l2_job ? g2s : gs;
-        const int lplane = l2_job ? eh2 * ew2 : plane, lpitch = l2_job ? ew2 : ew;
-        for_strided_rows<kFixed>(part, l2_job ? parts - lparts : lparts, l2_job ? th2 : th, np, [&](int p, int ty) {
-          corr_row_maybe_quads<K, 0, kR % 4, false, kFixed>(
-              l2_job ? l2_quads : level_quads, acc, yb + (p * 4 + sb) * lplane + (ty + ci) * lpitch,
-              gb + (p * 4 + sb) * lplane + (ty + r) * lpitch + r, l2_job ? tw2 : tw, k);
-        });
-      } else {
-        for_strided_rows<kFixed>(sb + 4 * part, 4 * parts, 2 * th, np, [&](int p, int py) {
-          const float* drow = di + p * pplane + (py + 2 * r) * pw + 2 * r;
-          corr_row_maybe_quads<K, kR % 4, (2 * kR) % 4, true>(base_quads, acc, xi + p * pplane + (py + r + ci) * pw + r,
-                                                              drow, 2 * tw, k, &dsum);
-        });
-      }
+      with_corr_kernel_size<K>(k, [&](auto kc) {
+        using KC = decltype(kc);  // K, or the runtime k's ring (runtime-k instance)
+        if (!base_job) {
+          // Level 1, or (fused) level 2 with the same loop over its planes.
+          const float* yb = l2_job ? y2s : ys;
+          const float* gb = l2_job ? g2s : gs;
+          const int lplane = l2_job ? eh2 * ew2 : plane, lpitch = l2_job ? ew2 : ew;
+          for_strided_rows<kFixed>(part, l2_job ? parts - lparts : lparts, l2_job ? th2 : th, np, [&](int p, int ty) {
+            const float* yrow = yb + (p * 4 + sb) * lplane + (ty + ci) * lpitch;
+            const float* grow = gb + (p * 4 + sb) * lplane + (ty + r) * lpitch + r;
+            if constexpr (K > 0)
+              corr_row_maybe_quads<K, 0, kR % 4, false, kFixed>(l2_job ? l2_quads : level_quads, acc, yrow, grow,
+                                                                 l2_job ? tw2 : tw, k);
+            else
+              corr_row<KC::value>(acc, yrow, grow, tw, k);
+          });
+        } else {
+          for_strided_rows<kFixed>(sb + 4 * part, 4 * parts, 2 * th, np, [&](int p, int py) {
+            const float* xrow = xi + p * pplane + (py + r + ci) * pw + r;
+            const float* drow = di + p * pplane + (py + 2 * r) * pw + 2 * r;
+            if constexpr (K > 0)
+              corr_row_maybe_quads<K, kR % 4, (2 * kR) % 4, true>(base_quads, acc, xrow, drow, 2 * tw, k, &dsum);
+            else
+              corr_row<KC::value, true>(acc, xrow, drow, 2 * tw, k, &dsum);
+          });
+        }
+      });
 #pragma unroll
       for (int j = 0; j < KM; ++j) tot[j] += double(acc[j]);
       tot_sum += double(dsum);

@@ -176,10 +176,14 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
       float acc[KM];
 #pragma unroll
       for (int j = 0; j < KM; ++j) acc[j] = 0.f;
-      for_strided_rows(part, parts, th, np, [&](int p, int ty) {
-        const float* yrow = ys + (p * 4 + sb) * plane + (ty + ci) * ew;
-        const float* grow = gs + (p * 4 + sb) * plane + (ty + r) * ew + r;
-        corr_row_maybe_quads<K, 0, kR % 4>(quads, acc, yrow, grow, tw, k);
+      with_corr_kernel_size<K>(k, [&](auto kc) {
+        using KC = decltype(kc);  // K, or the runtime k's ring (runtime-k instance)
+        for_strided_rows(part, parts, th, np, [&](int p, int ty) {
+          const float* yrow = ys + (p * 4 + sb) * plane + (ty + ci) * ew;
+          const float* grow = gs + (p * 4 + sb) * plane + (ty + r) * ew + r;
+          if constexpr (K > 0) corr_row_maybe_quads<K, 0, kR % 4>(quads, acc, yrow, grow, tw, k);
+          else corr_row<KC::value>(acc, yrow, grow, tw, k);
+        });
       });
 #pragma unroll
       for (int j = 0; j < KM; ++j) tot[j] += double(acc[j]);

@@ -448,6 +448,28 @@ __host__ __device__ __forceinline__ void corr_row_maybe_quads(bool quads, float*
   corr_row<K, kSum>(acc, y, g, n, k, gsum);
 }
 
+// f(std::integral_constant<int, KC>{}) for the correlation rows of a kernel compiled for K: KC = K
+// when K > 0; in the runtime-k instance (K == 0) KC = k for the sizes it serves (1, 9, 11, 13, 15),
+// so that their rows take corr_row's register ring (two shared loads per k multiply-adds, one with
+// pairs) instead of the four-position form's k + 7 loads and a branch per window input and per
+// kernel column (docs/wtconv.md, perf note 72). A row is a small piece of code, so the sizes cost
+// four more instances of it, not of the kernels. The sums are the same either way.
+template <int K, typename F>
+__device__ __forceinline__ void with_corr_kernel_size(int k, F&& f) {
+  if constexpr (K > 0) {
+    f(std::integral_constant<int, K>{});
+  } else {
+    switch (k) {
+      case 1: f(std::integral_constant<int, 1>{}); break;
+      case 9: f(std::integral_constant<int, 9>{}); break;
+      case 11: f(std::integral_constant<int, 11>{}); break;
+      case 13: f(std::integral_constant<int, 13>{}); break;
+      case 15: f(std::integral_constant<int, 15>{}); break;
+      default: f(std::integral_constant<int, 0>{}); break;
+    }
+  }
+}
+
 // Whether rows of n positions at y = y0 + i * ypitch and g = g0 + i * gpitch (every row i of a
 // tile) meet corr_row_quads' alignment for phases (oy, og).
 __host__ __device__ inline bool quad_corr_ok(const float* y0, int ypitch, int oy, const float* g0, int gpitch, int og,
