@@ -449,9 +449,14 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
         const int ncols = min(min(2, tw - tx0), a.w1g - qx0);
         float d[4][2];  // [subband][coefficient]
         const float* gsrc = gs + p * 4 * plane + ty * ew + tx0;  // the four subband planes share the phase
-        with_window_loads(window_vector_width(k, ew, 2), gsrc, [&](auto loads) {
+        // The window passes at a compile-time k where it can be (with_compiled_kernel_size).
+        with_compiled_kernel_size<K>(k, [&](auto kc) {
+          const int kw = decltype(kc)::value > 0 ? decltype(kc)::value : k;
+          with_window_loads(window_vector_width(kw, ew, 2), gsrc, [&](auto loads) {
 #pragma unroll
-          for (int t = 0; t < 4; ++t) adjacent_windows<2>(loads, w1f + t * fs, wp, gsrc + t * plane, ew, k, ncols, d[t]);
+            for (int t = 0; t < 4; ++t)
+              adjacent_windows<2>(loads, w1f + t * fs, wp, gsrc + t * plane, ew, kw, ncols, d[t]);
+          });
         });
         const int64_t pl = int64_t(b) * a.C + c;
         if (a.dxin) {
@@ -467,7 +472,10 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
           if (y >= a.H) break;
           const float* drow = ds + p * pplane + (2 * ty + dy + r) * pw + (2 * tx0 + r);
           float base[4];
-          conv_adjacent_windows_by<4>(window_vector_width(k, pw, 4), w0f, wp, drow, pw, k, npix, base);
+          with_compiled_kernel_size<K>(k, [&](auto kc) {
+            const int kw = decltype(kc)::value > 0 ? decltype(kc)::value : k;
+            conv_adjacent_windows_by<4>(window_vector_width(kw, pw, 4), w0f, wp, drow, pw, kw, npix, base);
+          });
           T* dst = a.dx + pl * a.H * a.W + int64_t(y) * a.W + 2 * qx0;
 #pragma unroll
           for (int u = 0; u < 2; ++u) {
@@ -486,9 +494,12 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
         const int b = pos.b0 + p, qy = pos.y0 + ty, qx = pos.x0 + tx;
         if (b >= a.B || qy >= a.h1 || qx >= a.w1g) continue;
         float d[4];
+        with_compiled_kernel_size<K>(k, [&](auto kc) {  // at a compile-time k where it can be
+          const int kw = decltype(kc)::value > 0 ? decltype(kc)::value : k;
 #pragma unroll
-        for (int t = 0; t < 4; ++t)
-          d[t] = conv_window<K>(w1f + t * fs, gs + (p * 4 + t) * plane + ty * ew + tx, ew, k, wp);
+          for (int t = 0; t < 4; ++t)
+            d[t] = conv_window<0>(w1f + t * fs, gs + (p * 4 + t) * plane + ty * ew + tx, ew, kw, wp);
+        });
         const int64_t pl = int64_t(b) * a.C + c;
         if (a.dxin) d[0] += to_float(a.dxin[pl * a.h1 * a.w1g + int64_t(qy) * a.w1g + qx]);
         const int npix = min(2, a.W - 2 * qx);  // pixels of a row inside the plane
@@ -497,8 +508,11 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
           const int y = 2 * qy + dy;
           if (y >= a.H) break;
           float base[2];  // the row's two pixels in one pass over their windows
-          conv_adjacent_windows_by<2>(window_vector_width(k, pw, 2), w0f, wp,
-                                      ds + p * pplane + (2 * ty + dy + r) * pw + (2 * tx + r), pw, k, npix, base);
+          with_compiled_kernel_size<K>(k, [&](auto kc) {
+            const int kw = decltype(kc)::value > 0 ? decltype(kc)::value : k;
+            conv_adjacent_windows_by<2>(window_vector_width(kw, pw, 2), w0f, wp,
+                                        ds + p * pplane + (2 * ty + dy + r) * pw + (2 * tx + r), pw, kw, npix, base);
+          });
 #pragma unroll
           for (int dx = 0; dx < 2; ++dx)
             if (dx < npix)
@@ -515,7 +529,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
 #pragma unroll
       for (int j = 0; j < KM; ++j) acc[j] = 0.f;
       float dsum = 0.f;
-      with_corr_kernel_size<K>(k, [&](auto kc) {
+      with_compiled_kernel_size<K>(k, [&](auto kc) {
         using KC = decltype(kc);  // K, or the runtime k's ring (runtime-k instance)
         if (!base_job) {
           // Level 1, or (fused) level 2 with the same loop over its planes.

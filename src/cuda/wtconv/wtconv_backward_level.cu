@@ -149,9 +149,12 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
 #pragma unroll
         for (int t = 0; t < 4; ++t) d[t] = dz[((p * 4 + t) * th + ty) * tw + tx];
       } else {
+        with_compiled_kernel_size<K>(k, [&](auto kc) {  // the windows at a compile-time k where it can be
+          const int kw = decltype(kc)::value > 0 ? decltype(kc)::value : k;
 #pragma unroll
-        for (int t = 0; t < 4; ++t)
-          d[t] = conv_window<K>(wf + t * kk, gs + (p * 4 + t) * plane + ty * ew + tx, ew, k);
+          for (int t = 0; t < 4; ++t)
+            d[t] = conv_window<0>(wf + t * kk, gs + (p * 4 + t) * plane + ty * ew + tx, ew, kw);
+        });
       }
       const int64_t pl = int64_t(b) * a.C + c;
       if (a.dxin) d[0] += e == int(threadIdx.x) ? res_first : a.dxin[pl * a.hq * a.wq + int64_t(qy) * a.wq + qx];
@@ -176,7 +179,7 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
       float acc[KM];
 #pragma unroll
       for (int j = 0; j < KM; ++j) acc[j] = 0.f;
-      with_corr_kernel_size<K>(k, [&](auto kc) {
+      with_compiled_kernel_size<K>(k, [&](auto kc) {
         using KC = decltype(kc);  // K, or the runtime k's ring (runtime-k instance)
         for_strided_rows(part, parts, th, np, [&](int p, int ty) {
           const float* yrow = ys + (p * 4 + sb) * plane + (ty + ci) * ew;

@@ -147,6 +147,9 @@ __host__ __device__ __forceinline__ void conv_adjacent_windows(const float* w, i
   const int m_end = k + ncols - 1;
 #pragma unroll
   for (int u = 0; u < N; ++u) acc[u] = 0.f;
+  // Rolled also where k is a compile-time constant (with_compiled_kernel_size): unrolled k times, the
+  // rows' inputs stay live together and spill.
+#pragma unroll 1
   for (int i = 0; i < k; ++i, w += wpitch, src += pitch) {
     float in[KM + N - 1];
 #pragma unroll
@@ -180,6 +183,7 @@ __host__ __device__ __forceinline__ void conv_adjacent_windows_vec(const float* 
   const float* row = src - PH;
 #pragma unroll
   for (int u = 0; u < N; ++u) acc[u] = 0.f;
+#pragma unroll 1  // rolled, as in conv_adjacent_windows
   for (int i = 0; i < k; ++i, w += wpitch, row += pitch) {
     float in[NV * V];
     // Each vector is loaded just before the first quad of weights that needs it (inputs up to
@@ -448,14 +452,16 @@ __host__ __device__ __forceinline__ void corr_row_maybe_quads(bool quads, float*
   corr_row<K, kSum>(acc, y, g, n, k, gsum);
 }
 
-// f(std::integral_constant<int, KC>{}) for the correlation rows of a kernel compiled for K: KC = K
-// when K > 0; in the runtime-k instance (K == 0) KC = k for the sizes it serves (1, 9, 11, 13, 15),
-// so that their rows take corr_row's register ring (two shared loads per k multiply-adds, one with
-// pairs) instead of the four-position form's k + 7 loads and a branch per window input and per
-// kernel column (docs/wtconv.md, perf note 72). A row is a small piece of code, so the sizes cost
-// four more instances of it, not of the kernels. The sums are the same either way.
+// f(std::integral_constant<int, KC>{}) for the inner loops of a kernel compiled for K: KC = K when
+// K > 0; in the runtime-k instance (K == 0) KC = k for the sizes it serves (1, 9, 11, 13, 15).
+// Correlation rows then take corr_row's register ring (two shared loads per k multiply-adds, one
+// with pairs) instead of the four-position form's k + 7 loads and a branch per window input and per
+// kernel column (docs/wtconv.md, perf note 72), and the window passes, given KC as their k, lose
+// their per-column tests (note 73; their row loops stay rolled). The inner loops are small pieces
+// of code, so the sizes cost four more instances of them, not of the kernels. The sums are the
+// same either way.
 template <int K, typename F>
-__device__ __forceinline__ void with_corr_kernel_size(int k, F&& f) {
+__device__ __forceinline__ void with_compiled_kernel_size(int k, F&& f) {
   if constexpr (K > 0) {
     f(std::integral_constant<int, K>{});
   } else {

@@ -259,11 +259,13 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
         // One subband at a time, stored before the next (four accumulators live, not sixteen);
         // the four subband planes share the vector phase.
         const float* src = ys + p * 4 * qh * qw + iy * qw + ix0;
+        with_compiled_kernel_size<K>(k, [&](auto kc) {
+        const int kw = decltype(kc)::value > 0 ? decltype(kc)::value : k;  // compile-time where it can be
         with_window_loads(vsub, src, [&](auto loads) {
 #pragma unroll
           for (int t = 0; t < 4; ++t) {
             float z[4];  // the four columns
-            adjacent_windows<4>(loads, w1s + t * fs, wp, src + t * qh * qw, qw, k, ncols, z);
+            adjacent_windows<4>(loads, w1s + t * fs, wp, src + t * qh * qw, qw, kw, ncols, z);
 #pragma unroll
             for (int u = 0; u < 4; ++u) {
               if (u >= ncols) break;
@@ -271,6 +273,7 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
               dst[t * qih * qiw + u] = z[u];
             }
           }
+        });
         });
       }
     }
@@ -414,8 +417,11 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
         if (b >= a.B || oy >= a.Ho || ox0 >= a.Wo) continue;
         const int ncols = min(min(4, pos.x0 + tw - ox0), a.Wo - ox0);
         float v[4];
-        conv_adjacent_windows_by<4>(window_vector_width(k, xw, 4), w0s, wp,
-                                    xs + p * xh * xw + (oy - r - x0y) * xw + (ox0 - r - x0x), xw, k, ncols, v);
+        with_compiled_kernel_size<K>(k, [&](auto kc) {
+          const int kw = decltype(kc)::value > 0 ? decltype(kc)::value : k;
+          conv_adjacent_windows_by<4>(window_vector_width(kw, xw, 4), w0s, wp,
+                                      xs + p * xh * xw + (oy - r - x0y) * xw + (ox0 - r - x0x), xw, kw, ncols, v);
+        });
         const float* zrow = zs + p * 4 * qih * qiw + ((oy >> 1) - qay) * qiw;
         T* yrow = a.y + (int64_t(b) * a.C + c) * a.Ho * a.Wo + int64_t(oy) * a.Wo;
 #pragma unroll
@@ -433,7 +439,11 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
         const int b = pos.b0 + p;
         if (b >= a.B || oy >= a.Ho || ox >= a.Wo) continue;
         const int py = s * oy, px = s * ox;
-        float v = bias + conv_window<K>(w0s, xs + p * xh * xw + (py - r - x0y) * xw + (px - r - x0x), xw, k, wp);
+        float v = bias;
+        with_compiled_kernel_size<K>(k, [&](auto kc) {  // runtime k: at a compile-time k where it can be
+          const int kw = decltype(kc)::value > 0 ? decltype(kc)::value : k;
+          v += conv_window<K>(w0s, xs + p * xh * xw + (py - r - x0y) * xw + (px - r - x0x), xw, kw, wp);
+        });
         const int iy = (py >> 1) - qay, ix = (px >> 1) - qax;
         const float* zp = zs + p * 4 * qih * qiw + iy * qiw + ix;
         const float z[4] = {zp[0], zp[qih * qiw], zp[2 * qih * qiw], zp[3 * qih * qiw]};

@@ -110,9 +110,12 @@ __device__ __forceinline__ void forward_level_body(const FwdLevelArgs<Tin>& a) {
 #pragma unroll
         for (int s = 0; s < 4; ++s) acc[s] = zs[((p * 4 + s) * th + ty) * tw + tx];
       } else {
+        with_compiled_kernel_size<K>(k, [&](auto kc) {  // the windows at a compile-time k where it can be
+          const int kw = decltype(kc)::value > 0 ? decltype(kc)::value : k;
 #pragma unroll
-        for (int s = 0; s < 4; ++s)
-          acc[s] = conv_window<K>(ws + s * kk, ys + (p * 4 + s) * plane + ty * ew + tx, ew, k);
+          for (int s = 0; s < 4; ++s)
+            acc[s] = conv_window<0>(ws + s * kk, ys + (p * 4 + s) * plane + ty * ew + tx, ew, kw);
+        });
       }
       const int64_t pl = int64_t(b) * a.C + c;
       if (a.rin) acc[0] += e == int(threadIdx.x) ? res_first : a.rin[pl * a.hq * a.wq + int64_t(qy) * a.wq + qx];
