@@ -74,6 +74,16 @@ TEST(WtconvStripsHost, CorrelationRowMatchesThePlainLoopBitForBit) {
   for (int k = 1; k <= 15; k += 2) check_corr_row<0>(k);  // the runtime-k path
 }
 
+// The runtime-k kernels run the rings of their actual k (with_compiled_kernel_size): k = 1 and
+// 9..15 as compile-time rings, each the same bits as the plain loop (and so as corr_row<0>).
+TEST(WtconvStripsHost, CompiledRingsOfTheRuntimeKernelSizesMatchThePlainLoop) {
+  check_corr_row<1>(1);
+  check_corr_row<9>(9);
+  check_corr_row<11>(11);
+  check_corr_row<13>(13);
+  check_corr_row<15>(15);
+}
+
 // The quad-read correlation at phases (kOy, kOg) of the 16-byte grid, every n % 4 == 0 up to
 // three chunks: the same bits as the plain loop. The buffers hold corr_row_quads' lead-in and
 // overrun; their contents outside the row are NaN, so a term read from there would show.
