@@ -450,8 +450,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
         float d[4][2];  // [subband][coefficient]
         const float* gsrc = gs + p * 4 * plane + ty * ew + tx0;  // the four subband planes share the phase
         // The window passes at a compile-time k where it can be (with_compiled_kernel_size).
-        with_compiled_kernel_size<K>(k, [&](auto kc) {
-          const int kw = decltype(kc)::value > 0 ? decltype(kc)::value : k;
+        with_compiled_k<K>(k, [&](const int kw) {
           with_window_loads(window_vector_width(kw, ew, 2), gsrc, [&](auto loads) {
 #pragma unroll
             for (int t = 0; t < 4; ++t)
@@ -472,8 +471,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
           if (y >= a.H) break;
           const float* drow = ds + p * pplane + (2 * ty + dy + r) * pw + (2 * tx0 + r);
           float base[4];
-          with_compiled_kernel_size<K>(k, [&](auto kc) {
-            const int kw = decltype(kc)::value > 0 ? decltype(kc)::value : k;
+          with_compiled_k<K>(k, [&](const int kw) {
             conv_adjacent_windows_by<4>(window_vector_width(kw, pw, 4), w0f, wp, drow, pw, kw, npix, base);
           });
           T* dst = a.dx + pl * a.H * a.W + int64_t(y) * a.W + 2 * qx0;
@@ -494,8 +492,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
         const int b = pos.b0 + p, qy = pos.y0 + ty, qx = pos.x0 + tx;
         if (b >= a.B || qy >= a.h1 || qx >= a.w1g) continue;
         float d[4];
-        with_compiled_kernel_size<K>(k, [&](auto kc) {  // at a compile-time k where it can be
-          const int kw = decltype(kc)::value > 0 ? decltype(kc)::value : k;
+        with_compiled_k<K>(k, [&](const int kw) {  // at a compile-time k where it can be
 #pragma unroll
           for (int t = 0; t < 4; ++t)
             d[t] = conv_window<0>(w1f + t * fs, gs + (p * 4 + t) * plane + ty * ew + tx, ew, kw, wp);
@@ -508,8 +505,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
           const int y = 2 * qy + dy;
           if (y >= a.H) break;
           float base[2];  // the row's two pixels in one pass over their windows
-          with_compiled_kernel_size<K>(k, [&](auto kc) {
-            const int kw = decltype(kc)::value > 0 ? decltype(kc)::value : k;
+          with_compiled_k<K>(k, [&](const int kw) {
             conv_adjacent_windows_by<2>(window_vector_width(kw, pw, 2), w0f, wp,
                                         ds + p * pplane + (2 * ty + dy + r) * pw + (2 * tx + r), pw, kw, npix, base);
           });

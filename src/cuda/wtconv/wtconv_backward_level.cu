@@ -149,8 +149,7 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
 #pragma unroll
         for (int t = 0; t < 4; ++t) d[t] = dz[((p * 4 + t) * th + ty) * tw + tx];
       } else {
-        with_compiled_kernel_size<K>(k, [&](auto kc) {  // the windows at a compile-time k where it can be
-          const int kw = decltype(kc)::value > 0 ? decltype(kc)::value : k;
+        with_compiled_k<K>(k, [&](const int kw) {  // the windows at a compile-time k where it can be
 #pragma unroll
           for (int t = 0; t < 4; ++t)
             d[t] = conv_window<0>(wf + t * kk, gs + (p * 4 + t) * plane + ty * ew + tx, ew, kw);

@@ -476,6 +476,13 @@ __device__ __forceinline__ void with_compiled_kernel_size(int k, F&& f) {
   }
 }
 
+// with_compiled_kernel_size for the inner loops that take k as a value (the window passes):
+// f(kw) with kw = KC, a constant once inlined, or the runtime k where KC is 0.
+template <int K, typename F>
+__device__ __forceinline__ void with_compiled_k(int k, F&& f) {
+  with_compiled_kernel_size<K>(k, [&](auto kc) { f(decltype(kc)::value > 0 ? decltype(kc)::value : k); });
+}
+
 // Whether rows of n positions at y = y0 + i * ypitch and g = g0 + i * gpitch (every row i of a
 // tile) meet corr_row_quads' alignment for phases (oy, og).
 __host__ __device__ inline bool quad_corr_ok(const float* y0, int ypitch, int oy, const float* g0, int gpitch, int og,

@@ -259,21 +259,20 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
         // One subband at a time, stored before the next (four accumulators live, not sixteen);
         // the four subband planes share the vector phase.
         const float* src = ys + p * 4 * qh * qw + iy * qw + ix0;
-        with_compiled_kernel_size<K>(k, [&](auto kc) {
-        const int kw = decltype(kc)::value > 0 ? decltype(kc)::value : k;  // compile-time where it can be
-        with_window_loads(vsub, src, [&](auto loads) {
+        with_compiled_k<K>(k, [&](const int kw) {  // at a compile-time k where it can be
+          with_window_loads(vsub, src, [&](auto loads) {
 #pragma unroll
-          for (int t = 0; t < 4; ++t) {
-            float z[4];  // the four columns
-            adjacent_windows<4>(loads, w1s + t * fs, wp, src + t * qh * qw, qw, kw, ncols, z);
+            for (int t = 0; t < 4; ++t) {
+              float z[4];  // the four columns
+              adjacent_windows<4>(loads, w1s + t * fs, wp, src + t * qh * qw, qw, kw, ncols, z);
 #pragma unroll
-            for (int u = 0; u < 4; ++u) {
-              if (u >= ncols) break;
-              if (t == 0 && res != nullptr && qax + ix0 + u < a.w1g) z[u] += res[qax + ix0 + u];
-              dst[t * qih * qiw + u] = z[u];
+              for (int u = 0; u < 4; ++u) {
+                if (u >= ncols) break;
+                if (t == 0 && res != nullptr && qax + ix0 + u < a.w1g) z[u] += res[qax + ix0 + u];
+                dst[t * qih * qiw + u] = z[u];
+              }
             }
-          }
-        });
+          });
         });
       }
     }
@@ -417,8 +416,7 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
         if (b >= a.B || oy >= a.Ho || ox0 >= a.Wo) continue;
         const int ncols = min(min(4, pos.x0 + tw - ox0), a.Wo - ox0);
         float v[4];
-        with_compiled_kernel_size<K>(k, [&](auto kc) {
-          const int kw = decltype(kc)::value > 0 ? decltype(kc)::value : k;
+        with_compiled_k<K>(k, [&](const int kw) {
           conv_adjacent_windows_by<4>(window_vector_width(kw, xw, 4), w0s, wp,
                                       xs + p * xh * xw + (oy - r - x0y) * xw + (ox0 - r - x0x), xw, kw, ncols, v);
         });
@@ -440,8 +438,7 @@ __global__ void __launch_bounds__(kBlockThreads, fwd_base_blocks_per_sm(K))
         if (b >= a.B || oy >= a.Ho || ox >= a.Wo) continue;
         const int py = s * oy, px = s * ox;
         float v = bias;
-        with_compiled_kernel_size<K>(k, [&](auto kc) {  // runtime k: at a compile-time k where it can be
-          const int kw = decltype(kc)::value > 0 ? decltype(kc)::value : k;
+        with_compiled_k<K>(k, [&](const int kw) {  // runtime k: at a compile-time k where it can be
           v += conv_window<K>(w0s, xs + p * xh * xw + (py - r - x0y) * xw + (px - r - x0x), xw, kw, wp);
         });
         const int iy = (py >> 1) - qay, ix = (px >> 1) - qax;

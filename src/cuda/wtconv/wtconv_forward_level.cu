@@ -110,8 +110,7 @@ __device__ __forceinline__ void forward_level_body(const FwdLevelArgs<Tin>& a) {
 #pragma unroll
         for (int s = 0; s < 4; ++s) acc[s] = zs[((p * 4 + s) * th + ty) * tw + tx];
       } else {
-        with_compiled_kernel_size<K>(k, [&](auto kc) {  // the windows at a compile-time k where it can be
-          const int kw = decltype(kc)::value > 0 ? decltype(kc)::value : k;
+        with_compiled_k<K>(k, [&](const int kw) {  // the windows at a compile-time k where it can be
 #pragma unroll
           for (int s = 0; s < 4; ++s)
             acc[s] = conv_window<0>(ws + s * kk, ys + (p * 4 + s) * plane + ty * ew + tx, ew, kw);
