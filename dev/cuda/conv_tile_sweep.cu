@@ -1,12 +1,14 @@
 // Tile sweep for the FP32 im2win GEMM: times every tile shape on every layer of a layers CSV
 // (both layouts, the on-chip algorithm) and marks the one select_tile chooses, so the selection
 // rule can be checked against measurements. Each shape's output is compared with the selected
-// shape's (same reduction order per element, so they agree to rounding).
+// shape's (same reduction order per element, so they agree to rounding). With TILES = selected
+// only the chosen shape runs (dev/variants/compare-conv times kernel variants that way).
 //
-//   conv_tile_sweep LAYERS_CSV [BATCH] [ITERS]
+//   conv_tile_sweep LAYERS_CSV [BATCH] [ITERS] [all|selected]
 //
-// Prints: layer layout tile ms tflops max_rel_diff splits selected (splits "4t": the tail of the
-// last round split 4 ways after whole rounds unsplit)
+// Prints: layer layout tile ms tflops max_rel_diff splits selected hash (splits "4t": the tail of
+// the last round split 4 ways after whole rounds unsplit; hash: FNV-1a of the output's bytes, equal
+// across builds whose kernels sum in the same order)
 //
 // Build (from the repository root, after the library):
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -DWINCONV_HAVE_CUDA=1 -Iinclude -Isrc -Ibench \
@@ -18,6 +20,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -56,11 +59,12 @@ const im2win::TileShape kTiles[] = {im2win::TileShape::k128x128, im2win::TileSha
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s LAYERS_CSV [BATCH] [ITERS]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s LAYERS_CSV [BATCH] [ITERS] [all|selected]\n", argv[0]);
     return 1;
   }
   const int64_t batch = argc > 2 ? std::atoll(argv[2]) : 128;
   const int iters = argc > 3 ? std::atoi(argv[3]) : 10;
+  const bool selected_only = argc > 4 && std::string(argv[4]) == "selected";
   bench::Options opt;
   opt.layers_file = argv[1];
   std::string error;
@@ -77,7 +81,7 @@ int main(int argc, char** argv) {
   cudaEvent_t e0, e1;
   CHECK_CUDA(cudaEventCreate(&e0));
   CHECK_CUDA(cudaEventCreate(&e1));
-  std::printf("layer layout tile ms tflops max_rel_diff splits selected\n");
+  std::printf("layer layout tile ms tflops max_rel_diff splits selected hash\n");
   for (const bench::Layer& l : layers) {
     for (Layout layout : {Layout::kNCHW, Layout::kNHWC}) {
       Conv2dConfig cfg = bench::make_config(l, batch, Precision::kFP32, layout);
@@ -103,16 +107,20 @@ int main(int argc, char** argv) {
       std::vector<float> href(ny), h(ny);
       CHECK_CUDA(cudaMemcpy(href.data(), yref, ny * 4, cudaMemcpyDeviceToHost));
       for (im2win::TileShape t : kTiles) {
+        if (selected_only && t != chosen) continue;
         CHECK_CUDA(cudaMemset(y, 0xff, ny * 4));  // NaN poison
         st = conv2d_forward_tiled(cfg, x, w, y, ws, ws_bytes, nullptr, &t);
         if (!st.ok()) { std::fprintf(stderr, "%s: %s\n", l.name.c_str(), st.message().c_str()); return 1; }
         CHECK_CUDA(cudaMemcpy(h.data(), y, ny * 4, cudaMemcpyDeviceToHost));
         double num = 0, den = 0;
+        uint64_t hash = 1469598103934665603ull;
         for (int64_t i = 0; i < ny; ++i) {
+          uint32_t bits;
+          std::memcpy(&bits, &h[i], 4);
+          hash = (hash ^ bits) * 1099511628211ull;
           const double d = double(h[i]) - href[i];
           num = std::isnan(h[i]) ? INFINITY : std::max(num, std::fabs(d));
           den = std::max(den, std::fabs(double(href[i])));
-          if (std::isinf(num)) break;
         }
         for (int i = 0; i < 2; ++i) conv2d_forward_tiled(cfg, x, w, y, ws, ws_bytes, nullptr, &t);
         CHECK_CUDA(cudaEventRecord(e0));
@@ -123,9 +131,10 @@ int main(int argc, char** argv) {
         CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
         ms /= iters;
         const im2win::KSplit ks = conv2d_gemm_plan(cfg, sms, &t).ksplit;
-        std::printf("%s %s %s %.4f %.2f %.2e %d%s %s\n", l.name.c_str(), layout == Layout::kNCHW ? "nchw" : "nhwc",
-                    im2win::tile_name(t), ms, cfg.problem.flops() / ms * 1e-9, num / (den > 0 ? den : 1), ks.splits,
-                    ks.head_tiles > 0 ? "t" : "", t == chosen ? "*" : "");
+        std::printf("%s %s %s %.4f %.2f %.2e %d%s %s %016llx\n", l.name.c_str(),
+                    layout == Layout::kNCHW ? "nchw" : "nhwc", im2win::tile_name(t), ms,
+                    cfg.problem.flops() / ms * 1e-9, num / (den > 0 ? den : 1), ks.splits, ks.head_tiles > 0 ? "t" : "",
+                    t == chosen ? "*" : "-", static_cast<unsigned long long>(hash));
         std::fflush(stdout);
       }
       CHECK_CUDA(cudaFree(x)); CHECK_CUDA(cudaFree(w)); CHECK_CUDA(cudaFree(y));
