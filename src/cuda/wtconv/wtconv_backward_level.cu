@@ -59,22 +59,17 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
     const float res_first = first_residual(a.dxin, pos, np * th * tw, a.d.cell, a.d.col, a.B, a.C, c, a.hq, a.wq);
     __syncthreads();
     struct Blocks { float4 x, g; };  // the 2x2 blocks of X_{l-1} and G_{l-1}[LL]
-    const auto block = [&](int e, int hin, int win) {
-      return staged_block<kPlane>(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, hin, win);
-    };
     // One staging loop per load path (load_block_ll<vector>), chosen once per item; kPairs
     // instances stage block pairs instead and never instantiate it.
     const auto stage_blocks = [&](auto vec) {
-      stage_tile<2>(
-          kPlane ? np * int(a.d.iplane.divisor) : np * plane,
-          [&](int e) {
+      stage_level_tile<kPlane, kDirect>(
+          a, pos, r, np, plane, c,
+          [&](const LevelBlock& blk, int hin, int win) {
             if constexpr (kDirect) {
-              const LevelBlock blk = block(e, a.H, a.W);
-              return Blocks{load_block_ll<decltype(vec)::value>(a.xin, blk, a.H, a.W),
-                            load_block_ll<decltype(vec)::value>(a.gin, blk, a.H, a.W)};
+              return Blocks{load_block_ll<decltype(vec)::value>(a.xin, blk, hin, win),
+                            load_block_ll<decltype(vec)::value>(a.gin, blk, hin, win)};
             } else {
-              const LevelBlock blk = block(e, a.hin, a.win);
-              return Blocks{load_block(a.xin, blk, a.hin, a.win), load_block(a.gin, blk, a.hin, a.win)};
+              return Blocks{load_block(a.xin, blk, hin, win), load_block(a.gin, blk, hin, win)};
             }
           },
           [&](int e, const Blocks& v) {

@@ -1222,6 +1222,19 @@ __device__ __forceinline__ void staged_slot(int e, const LevelDivisors& d, int r
     d.plane.divmod(uint32_t(e), p, at);
   }
 }
+// One item's staging in a level kernel (the block staging; kPairs instances stage pairs): tile
+// element e's block of the grid the kernel reads (staged_block; x's H x W for the direct kernels,
+// else the level's hin x win), loaded by load(block, hin, win) and stored by store(e, v), two
+// loads in flight per thread (stage_tile).
+template <bool kPlane, bool kDirect, typename A, typename Load, typename Store>
+__device__ __forceinline__ void stage_level_tile(const A& a, const ItemPos& pos, int r, int np, int plane, int c,
+                                                 Load load, Store store) {
+  const int hin = kDirect ? a.H : a.hin, win = kDirect ? a.W : a.win;
+  stage_tile<2>(
+      kPlane ? np * int(a.d.iplane.divisor) : np * plane,
+      [&](int e) { return load(staged_block<kPlane>(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, hin, win), hin, win); },
+      store);
+}
 // Staging element e of the block-pair staging (load_block_pair_ll; np planes of eh x ew / 2
 // pairs): the left block's level-2 position (qy, qx even) and x's plane offset (H x W planes);
 // in = false when the pair is outside the level-2 grid (hq, wq even there: both or neither).

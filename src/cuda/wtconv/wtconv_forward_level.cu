@@ -36,19 +36,16 @@ __device__ __forceinline__ void forward_level_body(const FwdLevelArgs<Tin>& a) {
     // R_l of this thread's first synthesis coefficient, loaded before the staging.
     const float res_first = first_residual(a.rin, pos, np * th * tw, a.d.cell, a.d.col, a.B, a.C, c, a.hq, a.wq);
     __syncthreads();
-    const auto block = [&](int e, int hin, int win) {
-      return staged_block<kPlane>(e, pos, r, a.d, a.B, a.C, c, a.hq, a.wq, hin, win);
-    };
     // One staging loop per load path (load_block_ll<vector>), chosen once per item; kPairs
     // instances stage block pairs instead and never instantiate it.
     const auto stage_blocks = [&](auto vec) {
-      stage_tile<2>(
-          kPlane ? np * int(a.d.iplane.divisor) : np * plane,
-          [&](int e) {
+      stage_level_tile<kPlane, kDirect>(
+          a, pos, r, np, plane, c,
+          [&](const LevelBlock& blk, int hin, int win) {
             if constexpr (kDirect) {
-              return load_block_ll<decltype(vec)::value>(a.xin, block(e, a.H, a.W), a.H, a.W);  // the forward chain is float
+              return load_block_ll<decltype(vec)::value>(a.xin, blk, hin, win);  // the forward chain is float
             } else {
-              return load_block(a.xin, block(e, a.hin, a.win), a.hin, a.win);
+              return load_block(a.xin, blk, hin, win);
             }
           },
           [&](int e, float4 v) {
