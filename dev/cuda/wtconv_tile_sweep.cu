@@ -9,6 +9,9 @@
 //
 //   wtconv_tile_sweep SHAPES_CSV [fp32,fp16] [ITERS]
 //
+// With WTCONV_SWEEP_FIT=1 the tiles are instead the start tile, the rule's and tiles sized to the
+// plane (multiples of 8 x 16 or 4 x 8 outputs, 4 x 8 or 2 x 4 coefficients; fitted_tiles).
+//
 // Prints: shape dtype pass tile np ms vs_first kept max_rel_diff (vs_first: against the first
 // tile, the power-of-two start; kept: the share of the computed outputs or coefficients inside the
 // plane).
@@ -27,6 +30,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda/wtconv/wtconv_launch.h"
@@ -124,6 +128,35 @@ double kept(const WtconvTile& t, int64_t gh, int64_t gw) {
   return double(gh * gw) / (double(t.tiles_y) * t.th * t.tiles_x * t.tw);
 }
 
+// Fit mode (WTCONV_SWEEP_FIT=1): besides the power-of-two start tile (first, the reference) and the
+// rule's tile, tiles sized to the grid: for the start tile's and the rule's tile counts along each
+// axis, and one more tile along either, the grid's extent over the count rounded up to a multiple
+// of (mh, mw) (forward outputs: 8 x 16 and 4 x 8; backward coefficients: 4 x 8 and 2 x 4).
+std::vector<std::pair<int, int>> fitted_tiles(int64_t gh, int64_t gw, int th0, int tw0, int rth, int rtw,
+                                              bool backward) {
+  std::vector<std::pair<int, int>> out{{th0, tw0}};
+  const auto add = [&](int th, int tw) {
+    if (th < 2 || tw < 4 || th > th0 || tw > tw0) return;
+    for (const auto& t : out)
+      if (t.first == th && t.second == tw) return;
+    out.push_back({th, tw});
+  };
+  add(rth, rtw);
+  const int steps[2][2] = {{backward ? 4 : 8, backward ? 8 : 16}, {backward ? 2 : 4, backward ? 4 : 8}};
+  for (const auto& base : {std::make_pair(th0, tw0), std::make_pair(rth, rtw)})
+    for (const auto& m : steps)
+      for (const auto& extra : {std::make_pair(0, 0), std::make_pair(1, 0), std::make_pair(0, 1)}) {
+        const int64_t ny = (gh + base.first - 1) / base.first + extra.first;
+        const int64_t nx = (gw + base.second - 1) / base.second + extra.second;
+        const int64_t th = ((gh + ny - 1) / ny + m[0] - 1) / m[0] * m[0];
+        const int64_t tw = ((gw + nx - 1) / nx + m[1] - 1) / m[1] * m[1];
+        add(int(th), int(tw));
+      }
+  return out;
+}
+
+bool fit_mode = false;
+
 void sweep(const Shape& s, Precision prec, int iters) {
   WtconvProblem p = s.p;
   p.precision = prec;
@@ -171,43 +204,51 @@ void sweep(const Shape& s, Precision prec, int iters) {
     const int tw0 = backward ? pow2_at_least(rule.wl[1], 32) : pow2_at_least(rule.Wo, 64);
     const WtconvTile& chosen = backward ? rule.bwd_base : rule.fwd_base;
     const int min_th = backward ? 4 : 8, min_tw = 8;
+    std::vector<std::pair<int, int>> tiles;
+    if (!fit_mode) {
+      for (int th = th0; th >= min_th; th /= 2)
+        for (int tw = tw0; tw >= min_tw; tw /= 2) tiles.push_back({th, tw});
+    } else {
+      const int64_t gh = backward ? rule.hl[1] : rule.Ho, gw = backward ? rule.wl[1] : rule.Wo;
+      tiles = fitted_tiles(gh, gw, th0, tw0, chosen.th, chosen.tw, backward);
+    }
     double first_ms = 0;
-    for (int th = th0; th >= min_th; th /= 2)
-      for (int tw = tw0; tw >= min_tw; tw /= 2) {
-        WtconvTileHint h;
-        (backward ? h.bwd_th : h.fwd_th) = th;
-        (backward ? h.bwd_tw : h.fwd_tw) = tw;
-        const WtconvRun r = run_of(h, backward);
-        const WtconvTile& t = backward ? r.plan.bwd_base : r.plan.fwd_base;
-        if (t.th != th || t.tw != tw) continue;  // shrunk by the shared-memory fit: not this tile
-        DevBuf ws(r.bytes);
-        auto call = [&] {
-          if (backward)
-            CHECK_OK(wtconv_backward_cuda(r, prec, dy.p, x.p, prm, dx.p, grads, ws.p, nullptr));
-          else
-            CHECK_OK(wtconv_forward_cuda(r, prec, x.p, prm, y.p, ws.p, nullptr));
-        };
-        STRIP_BENCH_CHECK(cudaMemset(backward ? dx.p : y.p, 0xff, n * e));  // NaN
-        if (backward) STRIP_BENCH_CHECK(cudaMemset(grad_buf.p, 0xff, nparam * 4));
-        call();
-        STRIP_BENCH_CHECK(cudaDeviceSynchronize());
-        double diff;
-        if (!backward) {
-          std::vector<double> out = fetch(y, n, prec);
-          if (y_ref.empty()) y_ref = out;
-          diff = max_rel_diff(out, y_ref);
-        } else {
-          std::vector<double> out = fetch(dx, n, prec), g = fetch(grad_buf, nparam, Precision::kFP32);
-          if (dx_ref.empty()) { dx_ref = out; g_ref = g; }
-          diff = std::max(max_rel_diff(out, dx_ref), max_rel_diff(g, g_ref));
-        }
-        const double ms = strip_bench::median_ms(call, iters);  // the checked call above warmed up
-        if (first_ms == 0) first_ms = ms;
-        const int64_t gh = backward ? r.plan.hl[1] : r.plan.Ho, gw = backward ? r.plan.wl[1] : r.plan.Wo;
-        std::printf("%-28s %s %s %2dx%-2d np %-2d %8.4f %6.3f %5.2f %9.2e%s\n", s.name.c_str(), dt,
-                    backward ? "bwd" : "fwd", th, tw, t.np, ms, ms / first_ms, kept(t, gh, gw), diff,
-                    th == chosen.th && tw == chosen.tw ? "  rule" : "");
+    for (const auto& tile : tiles) {
+      const int th = tile.first, tw = tile.second;
+      WtconvTileHint h;
+      (backward ? h.bwd_th : h.fwd_th) = th;
+      (backward ? h.bwd_tw : h.fwd_tw) = tw;
+      const WtconvRun r = run_of(h, backward);
+      const WtconvTile& t = backward ? r.plan.bwd_base : r.plan.fwd_base;
+      if (t.th != th || t.tw != tw) continue;  // shrunk by the shared-memory fit: not this tile
+      DevBuf ws(r.bytes);
+      auto call = [&] {
+        if (backward)
+          CHECK_OK(wtconv_backward_cuda(r, prec, dy.p, x.p, prm, dx.p, grads, ws.p, nullptr));
+        else
+          CHECK_OK(wtconv_forward_cuda(r, prec, x.p, prm, y.p, ws.p, nullptr));
+      };
+      STRIP_BENCH_CHECK(cudaMemset(backward ? dx.p : y.p, 0xff, n * e));  // NaN
+      if (backward) STRIP_BENCH_CHECK(cudaMemset(grad_buf.p, 0xff, nparam * 4));
+      call();
+      STRIP_BENCH_CHECK(cudaDeviceSynchronize());
+      double diff;
+      if (!backward) {
+        std::vector<double> out = fetch(y, n, prec);
+        if (y_ref.empty()) y_ref = out;
+        diff = max_rel_diff(out, y_ref);
+      } else {
+        std::vector<double> out = fetch(dx, n, prec), g = fetch(grad_buf, nparam, Precision::kFP32);
+        if (dx_ref.empty()) { dx_ref = out; g_ref = g; }
+        diff = std::max(max_rel_diff(out, dx_ref), max_rel_diff(g, g_ref));
       }
+      const double ms = strip_bench::median_ms(call, iters);  // the checked call above warmed up
+      if (first_ms == 0) first_ms = ms;
+      const int64_t gh = backward ? r.plan.hl[1] : r.plan.Ho, gw = backward ? r.plan.wl[1] : r.plan.Wo;
+      std::printf("%-28s %s %s %2dx%-3d np %-2d %8.4f %6.3f %5.2f %9.2e%s\n", s.name.c_str(), dt,
+                  backward ? "bwd" : "fwd", th, tw, t.np, ms, ms / first_ms, kept(t, gh, gw), diff,
+                  th == chosen.th && tw == chosen.tw ? "  rule" : "");
+    }
   }
 }
 
@@ -220,6 +261,7 @@ int main(int argc, char** argv) {
   }
   const std::string dtypes = argc > 2 ? argv[2] : "fp32";
   const int iters = argc > 3 ? std::atoi(argv[3]) : 20;
+  fit_mode = std::getenv("WTCONV_SWEEP_FIT") != nullptr;
   std::printf("%-28s %s %s %-5s %-5s %8s %6s %5s %9s\n", "shape", "dtype", "pass", "tile", "", "ms", "vs_first",
               "kept", "max_diff");
   for (const Shape& s : read_shapes(argv[1])) {

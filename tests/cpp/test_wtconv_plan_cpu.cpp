@@ -621,54 +621,70 @@ TEST(WtconvPlan, LargeFusedPlanesTakeTheFixedTiles) {
   EXPECT_FALSE(bwd_fused_quads_ok(bwd_fused_layout(5, 16, 20, 1, 4), 5, 16, 20));
 }
 
-// Base tiles that cover their grid poorly are halved on both sides (halve_poorly_covering_tile),
-// only where that was measured to pay: stride 1, neither TMA staging nor fusion, coverage below
-// kPoorCoverage and at least kHalvedCoverage after halving. The benchmark shapes keep the
-// power-of-two tiles.
-TEST(WtconvPlan, PoorlyCoveredPlanesTakeHalvedBaseTiles) {
+// Base tiles that cover their grid poorly take the tile sized to the grid (fitted_tile_extent:
+// the same tile counts, extents rounded up to 8 x 8 outputs or 4 x 4 coefficients), where that
+// was measured to pay: the stride-1 forward and the compile-time-k backward, unfused, coverage
+// below kFitCoverage. The runtime-k backward keeps the halving (halve_poorly_covering_tile). The
+// benchmark shapes keep the power-of-two tiles.
+TEST(WtconvPlan, PoorlyCoveredPlanesTakeFittedBaseTiles) {
   EXPECT_DOUBLE_EQ(tile_coverage(64, 128, 32, 64), 1.0);
   EXPECT_NEAR(tile_coverage(69, 73, 32, 64), 69.0 * 73 / (96 * 128), 1e-12);
+  // 69 rows in 32-row tiles: 3 tiles of 23 rows, 24 in whole units of 8; 73 columns in 64: 2 of 37, 40.
+  EXPECT_EQ(fitted_tile_extent(69, 32, 8), 24);
+  EXPECT_EQ(fitted_tile_extent(73, 64, 8), 40);
+  EXPECT_EQ(fitted_tile_extent(35, 16, 4), 12);
+  EXPECT_EQ(fitted_tile_extent(37, 32, 4), 20);
+  EXPECT_EQ(fitted_tile_extent(64, 32, 8), 32);  // a grid of whole tiles keeps them
   auto problem = [](int64_t B, int64_t C, int64_t H, int64_t W, int k, int L, int s, Precision prec) {
     WtconvProblem p;
     p.batch = B; p.channels = C; p.height = H; p.width = W; p.kernel_size = k; p.levels = L; p.stride = s;
     p.precision = prec;
     return p;
   };
-  // 69 x 73 (rows off the 16-byte rule: no TMA, no fusion): 41% and 42% coverage -> halved.
+  // The forward tile in outputs, the backward tile in level-1 coefficients.
+  auto expect_tiles = [](const WtconvPlan& plan, int fwd_th, int fwd_tw, int bwd_th, int bwd_tw) {
+    EXPECT_EQ(plan.fwd_base.th, fwd_th);
+    EXPECT_EQ(plan.fwd_base.tw, fwd_tw);
+    EXPECT_EQ(plan.bwd_base.th, bwd_th);
+    EXPECT_EQ(plan.bwd_base.tw, bwd_tw);
+  };
+  // 69 x 73 (rows off the 16-byte rule: no TMA, no fusion): 41% and 42% coverage -> 24 x 40 outputs
+  // (87% kept) and 12 x 20 coefficients (90%).
   for (Precision prec : {Precision::kFP32, Precision::kFP16}) {
     const WtconvPlan a = make_wtconv_plan(problem(16, 384, 69, 73, 3, 2, 1, prec));
-    EXPECT_EQ(a.fwd_base.th, 16);
-    EXPECT_EQ(a.fwd_base.tw, 32);
-    EXPECT_EQ(a.bwd_base.th, 8);
-    EXPECT_EQ(a.bwd_base.tw, 16);
+    expect_tiles(a, 24, 40, 12, 20);
+    EXPECT_EQ(a.fwd_base.tiles_y, 3);
+    EXPECT_EQ(a.fwd_base.tiles_x, 2);
     EXPECT_EQ(a.fwd_base_tma_smem, 0u);
     EXPECT_EQ(a.fwd_fused_smem, 0u);
   }
-  // The same plane with TMA staging (k 3, rows of whole 16 bytes) takes the halved forward tile
-  // too, still staged by TMA (perf note 65); fused (k 5, L 2) it keeps the rule's tiles, as does a
-  // strided forward.
+  // The same plane with TMA staging (k 3, rows of whole 16 bytes) takes the fitted forward tile
+  // too, still staged by TMA; fused (k 5, L 2) it keeps the rule's tiles, as does a strided forward.
   const WtconvPlan tma = make_wtconv_plan(problem(16, 384, 69, 76, 3, 2, 1, Precision::kFP32));
   EXPECT_GT(tma.fwd_base_tma_smem, 0u);
   EXPECT_EQ(tma.fwd_fused_smem, 0u);
-  EXPECT_EQ(tma.fwd_base.th, 16);
-  EXPECT_EQ(tma.fwd_base.tw, 32);
+  EXPECT_EQ(tma.fwd_base.th, 24);
+  EXPECT_EQ(tma.fwd_base.tw, 40);
   const WtconvPlan fused = make_wtconv_plan(problem(16, 64, 69, 76, 5, 2, 1, Precision::kFP32));
   EXPECT_GT(fused.fwd_fused_smem, 0u);
   EXPECT_GT(fused.bwd_fused_smem, 0u);
   EXPECT_EQ(fused.fwd_base.tw, 64);
   EXPECT_EQ(fused.bwd_base.tw, 32);
-  // Stride 2: 17 x 97 outputs in the 16 x 32 tiles of its cap cover 40% (halved: 61%), unmeasured.
+  // Stride 2: 17 x 97 outputs in the 16 x 32 tiles of its cap cover 40%, unmeasured: kept. Its
+  // backward runs on the full grid (17 x 97 coefficients) and takes the fitted tile.
   const WtconvPlan strided = make_wtconv_plan(problem(16, 384, 34, 194, 3, 2, 2, Precision::kFP32));
   EXPECT_EQ(strided.Wo, 97);
-  EXPECT_LT(tile_coverage(strided.Ho, strided.Wo, 16, 32), kPoorCoverage);
-  EXPECT_EQ(strided.fwd_base.th, 16);
-  EXPECT_EQ(strided.fwd_base.tw, 32);
-  // 54 x 87 covers 57%: kept.
+  EXPECT_LT(tile_coverage(strided.Ho, strided.Wo, 16, 32), kFitCoverage);
+  expect_tiles(strided, 16, 32, 12, 28);
+  // 54 x 87 covers 57%: 32 x 48 outputs, 16 x 24 coefficients.
   const WtconvPlan mid = make_wtconv_plan(problem(16, 160, 54, 87, 5, 1, 1, Precision::kFP32));
-  EXPECT_EQ(mid.fwd_base.th, 32);
-  EXPECT_EQ(mid.fwd_base.tw, 64);
-  EXPECT_EQ(mid.bwd_base.th, 16);
-  EXPECT_EQ(mid.bwd_base.tw, 32);
+  expect_tiles(mid, 32, 48, 16, 24);
+  // The runtime-k backward (k = 9) takes the halved tile where it did before; its forward is fitted.
+  const WtconvPlan k9 = make_wtconv_plan(problem(16, 64, 69, 73, 9, 2, 1, Precision::kFP32));
+  expect_tiles(k9, 24, 40, 8, 16);
+  // 112 x 114 covers 78%: kept.
+  const WtconvPlan well = make_wtconv_plan(problem(16, 128, 112, 114, 3, 2, 1, Precision::kFP32));
+  expect_tiles(well, 32, 64, 16, 32);
   // The benchmark shapes (bench/wtconv_shapes.csv) keep the power-of-two tiles, in every precision.
   const int64_t bench[][6] = {{64, 96, 56, 56, 5, 5},   {64, 192, 28, 28, 5, 4}, {64, 384, 14, 14, 5, 3},
                               {64, 768, 7, 7, 5, 2},    {8, 64, 256, 256, 5, 1}, {8, 64, 256, 256, 5, 3},

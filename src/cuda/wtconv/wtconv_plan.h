@@ -581,6 +581,25 @@ inline bool halve_poorly_covering_tile(const WtconvTile& t, int64_t gh, int64_t 
          tile_coverage(gh, gw, t.th / 2, t.tw / 2) >= kHalvedCoverage;
 }
 
+// A base tile sized to the grid it covers poorly (under kFitCoverage of its computed outputs or
+// coefficients inside the gh x gw grid: a grid just past a multiple of the power-of-two tile): the
+// same number of tiles along each axis, each the grid's extent over that count rounded up to whole
+// units (forward: 8 x 8 outputs, backward: 4 x 4 level-1 coefficients). The items stay as many and
+// each computes less outside the grid. Measured on the H200 (tile sweep, fit mode; docs/wtconv.md,
+// note 78) on eight random planes of 41-61% coverage, k = 3 to 9: forward 0.85-0.97 and backward
+// 0.86-0.93 of the rule's time before. Finer units lost: forward tiles of 28 rows ran 9-10% slower
+// than 32. Tiles with one more item along an axis lost too. The runtime-k backward (k = 1, 9..15)
+// ran 1.15x slower with the sized tile, and keeps the halving below.
+constexpr double kFitCoverage = 0.65;
+constexpr int kFwdFitUnit = 8, kBwdFitUnit = 4;
+inline int fitted_tile_extent(int64_t extent, int tile, int unit) {
+  const int64_t tiles = ceil_div(extent, tile);
+  return int(ceil_div(ceil_div(extent, tiles), unit) * unit);
+}
+inline bool fit_poorly_covering_tile(const WtconvTile& t, int64_t gh, int64_t gw) {
+  return tile_coverage(gh, gw, t.th, t.tw) < kFitCoverage;
+}
+
 // Base tiles a caller asks for instead of the rule's (0: the rule's), for tile sweeps
 // (dev/cuda/wtconv_tile_sweep.cu); the API never sets them.
 struct WtconvTileHint {
@@ -622,19 +641,28 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p, const WtconvTileHint&
   };
   set_fwd_base(hint.fwd_th, hint.fwd_tw);
   set_bwd_base(hint.bwd_th, hint.bwd_tw);
-  // A plane the rule's tile covers poorly takes the tile halved on both sides (stride 1, an unfused
-  // forward, staged with or without TMA; a backward staged without TMA: the cases measured,
-  // docs/wtconv.md, perf notes 64 and 65). A fused forward keeps its tile (halved, it ran 1.3-1.5x
-  // slower), so a halving that would make it fused is taken back.
+  // A plane the rule's tile covers poorly takes the tile sized to it (fitted_tile_extent): the
+  // stride-1 forward and the compile-time-k backward, staged with or without TMA. A fused kernel
+  // keeps its tile (fixed-tile instances; halved, the fused forward ran 1.3-1.5x slower, note 65),
+  // so a change that would make one fused is taken back. The runtime-k backward takes the tile
+  // halved on both sides instead where that keeps enough of it (halve_poorly_covering_tile, without
+  // TMA: the cases notes 64 and 65 measured).
   if (hint.fwd_th == 0 && hint.fwd_tw == 0 && plan.stride == 1 && plan.fwd_fused_smem == 0 &&
-      halve_poorly_covering_tile(plan.fwd_base, plan.Ho, plan.Wo)) {
-    const WtconvPlan unhalved = plan;
-    set_fwd_base(plan.fwd_base.th / 2, plan.fwd_base.tw / 2);
-    if (plan.fwd_fused_smem > 0) plan = unhalved;
+      fit_poorly_covering_tile(plan.fwd_base, plan.Ho, plan.Wo)) {
+    const WtconvPlan before = plan;
+    set_fwd_base(fitted_tile_extent(plan.Ho, plan.fwd_base.th, kFwdFitUnit),
+                 fitted_tile_extent(plan.Wo, plan.fwd_base.tw, kFwdFitUnit));
+    if (plan.fwd_fused_smem > 0) plan = before;
   }
-  if (hint.bwd_th == 0 && hint.bwd_tw == 0 && plan.bwd_base_tma_smem == 0 && plan.bwd_fused_smem == 0 &&
-      halve_poorly_covering_tile(plan.bwd_base, plan.hl[1], plan.wl[1]))
-    set_bwd_base(plan.bwd_base.th / 2, plan.bwd_base.tw / 2);
+  if (hint.bwd_th == 0 && hint.bwd_tw == 0 && plan.bwd_fused_smem == 0) {
+    const WtconvPlan before = plan;
+    if (specialised_kernel_size(plan.k) && fit_poorly_covering_tile(plan.bwd_base, plan.hl[1], plan.wl[1]))
+      set_bwd_base(fitted_tile_extent(plan.hl[1], plan.bwd_base.th, kBwdFitUnit),
+                   fitted_tile_extent(plan.wl[1], plan.bwd_base.tw, kBwdFitUnit));
+    else if (plan.bwd_base_tma_smem == 0 && halve_poorly_covering_tile(plan.bwd_base, plan.hl[1], plan.wl[1]))
+      set_bwd_base(plan.bwd_base.th / 2, plan.bwd_base.tw / 2);
+    if (plan.bwd_fused_smem > 0) plan = before;
+  }
   plan.fwd_level2_direct = level2_reads_activations(plan.L, false);
   plan.bwd_level2_direct = level2_reads_activations(plan.L, true, int(plan.chain_bytes));
   for (int l = 2; l <= plan.L; ++l) {
