@@ -682,6 +682,11 @@ TEST(WtconvPlan, PoorlyCoveredPlanesTakeFittedBaseTiles) {
   // The runtime-k backward (k = 9) takes the halved tile where it did before; its forward is fitted.
   const WtconvPlan k9 = make_wtconv_plan(problem(16, 64, 69, 73, 9, 2, 1, Precision::kFP32));
   expect_tiles(k9, 24, 40, 8, 16);
+  // A flat plane (1 x 70 outputs, 55% of two 1 x 64 tiles) keeps its one-row tiles, which sizing
+  // would make 8 rows tall.
+  const WtconvPlan flat = make_wtconv_plan(problem(4, 8, 1, 70, 5, 1, 1, Precision::kFP32));
+  EXPECT_LT(tile_coverage(flat.Ho, flat.Wo, 1, 64), kFitCoverage);
+  expect_tiles(flat, 1, 64, 1, 32);
   // 112 x 114 covers 78%: kept.
   const WtconvPlan well = make_wtconv_plan(problem(16, 128, 112, 114, 3, 2, 1, Precision::kFP32));
   expect_tiles(well, 32, 64, 16, 32);

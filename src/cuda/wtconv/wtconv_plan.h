@@ -596,8 +596,10 @@ inline int fitted_tile_extent(int64_t extent, int tile, int unit) {
   const int64_t tiles = ceil_div(extent, tile);
   return int(ceil_div(ceil_div(extent, tiles), unit) * unit);
 }
-inline bool fit_poorly_covering_tile(const WtconvTile& t, int64_t gh, int64_t gw) {
-  return tile_coverage(gh, gw, t.th, t.tw) < kFitCoverage;
+// Tiles with a side under the unit (the few-row tiles of flat planes) keep their shape: sized, that
+// side would grow past the tile.
+inline bool fit_poorly_covering_tile(const WtconvTile& t, int64_t gh, int64_t gw, int unit) {
+  return t.th >= unit && t.tw >= unit && tile_coverage(gh, gw, t.th, t.tw) < kFitCoverage;
 }
 
 // Base tiles a caller asks for instead of the rule's (0: the rule's), for tile sweeps
@@ -648,7 +650,7 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p, const WtconvTileHint&
   // halved on both sides instead where that keeps enough of it (halve_poorly_covering_tile, without
   // TMA: the cases notes 64 and 65 measured).
   if (hint.fwd_th == 0 && hint.fwd_tw == 0 && plan.stride == 1 && plan.fwd_fused_smem == 0 &&
-      fit_poorly_covering_tile(plan.fwd_base, plan.Ho, plan.Wo)) {
+      fit_poorly_covering_tile(plan.fwd_base, plan.Ho, plan.Wo, kFwdFitUnit)) {
     const WtconvPlan before = plan;
     set_fwd_base(fitted_tile_extent(plan.Ho, plan.fwd_base.th, kFwdFitUnit),
                  fitted_tile_extent(plan.Wo, plan.fwd_base.tw, kFwdFitUnit));
@@ -656,7 +658,7 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p, const WtconvTileHint&
   }
   if (hint.bwd_th == 0 && hint.bwd_tw == 0 && plan.bwd_fused_smem == 0) {
     const WtconvPlan before = plan;
-    if (specialised_kernel_size(plan.k) && fit_poorly_covering_tile(plan.bwd_base, plan.hl[1], plan.wl[1]))
+    if (specialised_kernel_size(plan.k) && fit_poorly_covering_tile(plan.bwd_base, plan.hl[1], plan.wl[1], kBwdFitUnit))
       set_bwd_base(fitted_tile_extent(plan.hl[1], plan.bwd_base.th, kBwdFitUnit),
                    fitted_tile_extent(plan.wl[1], plan.bwd_base.tw, kBwdFitUnit));
     else if (plan.bwd_base_tma_smem == 0 && halve_poorly_covering_tile(plan.bwd_base, plan.hl[1], plan.wl[1]))
