@@ -146,11 +146,9 @@ std::vector<std::pair<int, int>> fitted_tiles(int64_t gh, int64_t gw, int th0, i
   for (const auto& base : {std::make_pair(th0, tw0), std::make_pair(rth, rtw)})
     for (const auto& m : steps)
       for (const auto& extra : {std::make_pair(0, 0), std::make_pair(1, 0), std::make_pair(0, 1)}) {
-        const int64_t ny = (gh + base.first - 1) / base.first + extra.first;
-        const int64_t nx = (gw + base.second - 1) / base.second + extra.second;
-        const int64_t th = ((gh + ny - 1) / ny + m[0] - 1) / m[0] * m[0];
-        const int64_t tw = ((gw + nx - 1) / nx + m[1] - 1) / m[1] * m[1];
-        add(int(th), int(tw));
+        // The tile counts along each axis, then fitted_tile_extent's rounding for those counts.
+        const int64_t ny = ceil_div(gh, base.first) + extra.first, nx = ceil_div(gw, base.second) + extra.second;
+        add(int(ceil_div(ceil_div(gh, ny), m[0]) * m[0]), int(ceil_div(ceil_div(gw, nx), m[1]) * m[1]));
       }
   return out;
 }

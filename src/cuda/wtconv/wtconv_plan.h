@@ -574,7 +574,8 @@ inline double tile_coverage(int64_t gh, int64_t gw, int th, int tw) {
 // outputs in 32 x 64 tiles keep 41% of what they compute) that the tile halved on both sides runs
 // faster. Measured on the H200 (perf note 64): at 41% coverage, halved tiles 13-15% faster forward
 // and 10-14% backward; at 51-57% coverage mostly slower (up to 1.36x, fewer and shorter items on
-// small problems), so the bar is well below that.
+// small problems), so the bar is well below that. Only the runtime-k backward halves now; the other
+// base tiles are sized to the grid instead (fit_poorly_covering_tile, note 78).
 constexpr double kPoorCoverage = 0.45, kHalvedCoverage = 0.6;
 inline bool halve_poorly_covering_tile(const WtconvTile& t, int64_t gh, int64_t gw) {
   return t.th >= 16 && t.tw >= 16 && tile_coverage(gh, gw, t.th, t.tw) < kPoorCoverage &&
