@@ -56,8 +56,9 @@ void corr_weight_grad(const Plane& in, const Plane& gout, int h, int w, int k, d
     }
 }
 
-// Haar analysis of zero-padded `in` (h x w) into 4 subbands of ceil(h/2) x ceil(w/2).
-void haar(const Plane& in, int h, int w, Plane sub[4]) {
+// Haar analysis of zero-padded `in` (h x w) into 4 subbands of ceil(h/2) x ceil(w/2). all_plus: every
+// sign +, which on magnitudes gives the size of each coefficient's terms (wtconv_reference_magnitudes).
+void haar(const Plane& in, int h, int w, Plane sub[4], bool all_plus = false) {
   const int hq = (h + 1) / 2, wq = (w + 1) / 2;
   for (int s = 0; s < 4; ++s) sub[s].assign(size_t(hq) * wq, 0.0);
   auto at = [&](int y, int x) { return (y < h && x < w) ? in[size_t(y) * w + x] : 0.0; };
@@ -66,20 +67,20 @@ void haar(const Plane& in, int h, int w, Plane sub[4]) {
       const double a = at(2 * i, 2 * j), b = at(2 * i, 2 * j + 1), c = at(2 * i + 1, 2 * j), d = at(2 * i + 1, 2 * j + 1);
       const size_t o = size_t(i) * wq + j;
       sub[0][o] = (a + b + c + d) / 2;
-      sub[1][o] = (a + b - c - d) / 2;
-      sub[2][o] = (a - b + c - d) / 2;
-      sub[3][o] = (a - b - c + d) / 2;
+      sub[1][o] = all_plus ? sub[0][o] : (a + b - c - d) / 2;
+      sub[2][o] = all_plus ? sub[0][o] : (a - b + c - d) / 2;
+      sub[3][o] = all_plus ? sub[0][o] : (a - b - c + d) / 2;
     }
 }
 
 // Transpose of haar (= synthesis, the matrix is symmetric orthogonal), cropped to h x w.
-Plane haar_adjoint(const Plane sub[4], int h, int w) {
+Plane haar_adjoint(const Plane sub[4], int h, int w, bool all_plus = false) {
   const int wq = (w + 1) / 2;
   Plane out(size_t(h) * w, 0.0);
   for (int y = 0; y < h; ++y)
     for (int x = 0; x < w; ++x) {
       const size_t o = size_t(y / 2) * wq + x / 2;
-      const double sy = (y & 1) ? -1.0 : 1.0, sx = (x & 1) ? -1.0 : 1.0;
+      const double sy = (y & 1) && !all_plus ? -1.0 : 1.0, sx = (x & 1) && !all_plus ? -1.0 : 1.0;
       out[size_t(y) * w + x] = (sub[0][o] + sy * sub[1][o] + sx * sub[2][o] + sy * sx * sub[3][o]) / 2;
     }
   return out;
@@ -101,13 +102,16 @@ Dims dims_of(const WtconvProblem& p) {
 }
 
 // Y_l subbands of one plane for l = 1..L.
-void analysis(const Dims& d, const Plane& x0, Plane Y[][4]) {
+void analysis(const Dims& d, const Plane& x0, Plane Y[][4], bool all_plus = false) {
   Plane cur = x0;
   for (int l = 1; l <= d.L; ++l) {
-    haar(cur, d.hl[l - 1], d.wl[l - 1], Y[l]);
+    haar(cur, d.hl[l - 1], d.wl[l - 1], Y[l], all_plus);
     cur = Y[l][0];
   }
 }
+
+void backward(const WtconvProblem& problem, const float* dy, const float* x, const WtconvParams& prm,
+              WtconvReferenceGrads* g, bool all_plus);
 
 }  // namespace
 
@@ -148,6 +152,18 @@ void wtconv_reference_forward(const WtconvProblem& problem, const float* x, cons
 
 void wtconv_reference_backward(const WtconvProblem& problem, const float* dy, const float* x,
                                const WtconvParams& prm, WtconvReferenceGrads* g) {
+  backward(problem, dy, x, prm, g, false);
+}
+
+void wtconv_reference_magnitudes(const WtconvProblem& problem, const float* dy, const float* x,
+                                 const WtconvParams& prm, WtconvReferenceGrads* g) {
+  backward(problem, dy, x, prm, g, true);
+}
+
+namespace {
+
+void backward(const WtconvProblem& problem, const float* dy, const float* x, const WtconvParams& prm,
+              WtconvReferenceGrads* g, bool all_plus) {
   const Dims d = dims_of(problem);
   const int kk = d.k * d.k;
   g->dx.assign(size_t(d.B) * d.C * d.H * d.W, 0.0);
@@ -167,11 +183,11 @@ void wtconv_reference_backward(const WtconvProblem& problem, const float* dy, co
         for (int ox = 0; ox < d.Wo; ++ox)
           D[size_t(oy * d.s) * d.W + ox * d.s] = dy[pl * d.Ho * d.Wo + size_t(oy) * d.Wo + ox];
       Plane Y[kWtconvMaxLevels + 1][4], G[kWtconvMaxLevels + 1][4];
-      analysis(d, x0, Y);
+      analysis(d, x0, Y, all_plus);
       {
         Plane cur = D;
         for (int l = 1; l <= d.L; ++l) {
-          haar(cur, d.hl[l - 1], d.wl[l - 1], G[l]);
+          haar(cur, d.hl[l - 1], d.wl[l - 1], G[l], all_plus);
           cur = G[l][0];
         }
       }
@@ -193,7 +209,7 @@ void wtconv_reference_backward(const WtconvProblem& problem, const float* dy, co
         }
         if (l < d.L)
           for (size_t i = 0; i < dYl[0].size(); ++i) dYl[0][i] += dX[i];
-        dX = haar_adjoint(dYl, d.hl[l - 1], d.wl[l - 1]);
+        dX = haar_adjoint(dYl, d.hl[l - 1], d.wl[l - 1], all_plus);
       }
       const float* w0 = prm.base_weight + size_t(c) * kk;
       const double s0 = prm.base_scale[c], bias = prm.base_bias ? prm.base_bias[c] : 0.0;
@@ -208,4 +224,5 @@ void wtconv_reference_backward(const WtconvProblem& problem, const float* dy, co
     }
 }
 
+}  // namespace
 }  // namespace winconv

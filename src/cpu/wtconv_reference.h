@@ -26,4 +26,11 @@ struct WtconvReferenceGrads {
 void wtconv_reference_backward(const WtconvProblem& problem, const float* dy, const float* x,
                                const WtconvParams& params, WtconvReferenceGrads* grads);
 
+// The sizes of the gradients' terms: the backward above on magnitudes (callers pass |dy|, |x| and
+// every parameter's magnitude) with every Haar sign +, so that each output is the sum of the
+// magnitudes of the terms that the exact gradient sums. A float sum of terms that cancel is held
+// to this size (the tests' check of one-sum-per-channel gradients); dx is returned the same way.
+void wtconv_reference_magnitudes(const WtconvProblem& problem, const float* dy, const float* x,
+                                 const WtconvParams& params, WtconvReferenceGrads* grads);
+
 }  // namespace winconv

@@ -88,12 +88,12 @@ double rel_l2(const std::vector<double>& got, const std::vector<double>& ref) {
 // (y, dx, then every parameter gradient). offset > 0 places x, dy, y and dx that many elements past
 // an aligned address, which turns the kernels' vectorised staging and paired output stores off;
 // out_offset moves y and dx alone that many elements further (the staging stays vectorised).
-// scalar_sums_by_magnitude: ds0, db0 (one sum per channel) and dW0 (k x k sums per channel, one at
-// k = 1) are checked against the float64 sums of the terms' magnitudes instead of their own size
-// (see FuzzAgainstOracle).
+// param_grads_by_magnitude: every parameter gradient (each entry one sum per channel, over the
+// pixels and the batch) is checked against the float64 sum of its terms' magnitudes instead of its
+// own size (wtconv_reference_magnitudes; see FuzzAgainstOracle).
 std::vector<std::vector<char>> run_case(int B, int C, int H, int W, int k, int L, int s, Precision prec, bool bias,
                                         uint32_t seed, int offset = 0, int out_offset = 0,
-                                        bool scalar_sums_by_magnitude = false) {
+                                        bool param_grads_by_magnitude = false) {
   SCOPED_TRACE(::testing::Message() << "B" << B << " C" << C << " " << H << "x" << W << " k" << k << " L" << L
                                     << " s" << s << " prec" << int(prec) << " bias" << bias);
   WtconvProblem p;
@@ -165,11 +165,12 @@ std::vector<std::vector<char>> run_case(int B, int C, int H, int W, int k, int L
   auto f32 = [](const std::vector<char>& raw) { return decode(Precision::kFP32, raw); };
   EXPECT_LE(rel_l2(decode(prec, first[0]), yref), tol) << "y";
   EXPECT_LE(rel_l2(decode(prec, first[1]), g.dx), tol) << "dx";
-  if (scalar_sums_by_magnitude) {
-    // The same oracle on the magnitudes of every input and parameter: per channel it gives
-    // sum(|W0| conv |x| + |b|) |D|, |s0| sum |D| and |s0| corr(|x|, |D|), the sizes of ds0's, db0's
-    // and dW0's terms. A sum whose terms cancel has a relative error no float accumulation
-    // bounds; its absolute error against the terms' size is what the accumulation order decides.
+  if (param_grads_by_magnitude) {
+    // The oracle's magnitudes (every input and parameter as its magnitude, every Haar sign +): the
+    // size of each gradient's terms, e.g. sum(|W0| conv |x| + |b|) |D| for ds0 and |s_l| corr(Y_l, G_l)
+    // with Y_l and G_l the sign-free Haar chains of |x| and |D| for dW_l. A sum whose terms cancel has
+    // a relative error no float accumulation bounds; its absolute error against the terms' size is
+    // what the accumulation order decides.
     auto mag = [](std::vector<float> v) { for (auto& e : v) e = std::fabs(e); return v; };
     const std::vector<float> ax = mag(x), ady = mag(dy), aw0 = mag(w0), ab0 = mag(b0), as0 = mag(s0);
     std::vector<std::vector<float>> awl(L), asl(L);
@@ -180,21 +181,27 @@ std::vector<std::vector<char>> run_case(int B, int C, int H, int W, int k, int L
       aprm.level_weight[l] = awl[l].data(); aprm.level_scale[l] = asl[l].data();
     }
     WtconvReferenceGrads ga;
-    wtconv_reference_backward(p, ady.data(), ax.data(), aprm, &ga);
+    wtconv_reference_magnitudes(p, ady.data(), ax.data(), aprm, &ga);
     EXPECT_LE(l2_error(f32(first[2]), g.base_weight), tol * l2_norm(ga.base_weight)) << "dW0 against its terms' size";
     EXPECT_LE(l2_error(f32(first[3]), g.base_scale), tol * l2_norm(ga.base_scale)) << "ds0 against its terms' size";
     if (bias)
       EXPECT_LE(l2_error(f32(first[4]), g.base_bias), tol * l2_norm(ga.base_bias)) << "db0 against its terms' size";
+    for (int l = 0; l < L; ++l) {
+      EXPECT_LE(l2_error(f32(first[5 + 2 * l]), g.level_weight[l]), tol * l2_norm(ga.level_weight[l]))
+          << "dW" << l + 1 << " against its terms' size";
+      EXPECT_LE(l2_error(f32(first[6 + 2 * l]), g.level_scale[l]), tol * l2_norm(ga.level_scale[l]))
+          << "ds" << l + 1 << " against its terms' size";
+    }
   } else {
     EXPECT_LE(rel_l2(f32(first[2]), g.base_weight), tol) << "dW0";
     EXPECT_LE(rel_l2(f32(first[3]), g.base_scale), tol) << "ds0";
     if (bias) {
       EXPECT_LE(rel_l2(f32(first[4]), g.base_bias), tol) << "db0";
     }
-  }
-  for (int l = 0; l < L; ++l) {
-    EXPECT_LE(rel_l2(f32(first[5 + 2 * l]), g.level_weight[l]), tol) << "dW" << l + 1;
-    EXPECT_LE(rel_l2(f32(first[6 + 2 * l]), g.level_scale[l]), tol) << "ds" << l + 1;
+    for (int l = 0; l < L; ++l) {
+      EXPECT_LE(rel_l2(f32(first[5 + 2 * l]), g.level_weight[l]), tol) << "dW" << l + 1;
+      EXPECT_LE(rel_l2(f32(first[6 + 2 * l]), g.level_scale[l]), tol) << "ds" << l + 1;
+    }
   }
   EXPECT_TRUE(run() == first) << "two runs are not bit-identical";
   return first;
@@ -349,11 +356,11 @@ TEST(WtconvGpu, RandomShapes) {
 // relative error measures the cancellation of the data rather than the kernels (WINCONV_FUZZ_SEED
 // 11, case 256: sum dY = -5.5e-4 over terms of total size 1.26e4, where a sequential float sum is
 // 11% off and the kernels were 6%): they are held to the tolerance times the size of their terms
-// (run_case's scalar_sums_by_magnitude). So is dW0, whose k x k entries per channel are sums
-// over the pixels as well, one at k = 1 (WINCONV_FUZZ_SEED 9105, case 289: B1 C1 54 x 48, k = 1,
-// fp32, dW0 1.09e-5 off). The level weights' gradients keep the relative check: the oracle on
-// magnitudes does not give their terms' size (the Haar details of |x| are differences).
-// WINCONV_FUZZ_CASES and WINCONV_FUZZ_SEED
+// (run_case's param_grads_by_magnitude). So are the other parameter gradients, whose entries are
+// per-channel sums over the pixels as well: dW0, one sum at k = 1 (WINCONV_FUZZ_SEED 9105, case
+// 289: B1 C1 54 x 48, k = 1, fp32, dW0 1.09e-5 off), and the level weights and scales, one sum
+// where a level's grid is 1 x 1 (WINCONV_FUZZ_SEED 9301, case 234: B33 C1 16 x 4, k = 7, L = 6,
+// fp32, dW5 to ds6 1.42e-5 off). WINCONV_FUZZ_CASES and WINCONV_FUZZ_SEED
 // (fuzz_util.h) run a longer campaign.
 TEST(WtconvGpu, FuzzAgainstOracle) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
