@@ -319,6 +319,28 @@ TEST(WtconvGpu, FittedTilesOnPoorlyCoveredPlanes) {
   }
 }
 
+// The quad-staged k = 3 forward has two instances that differ only in their launch bound: 5 blocks
+// per SM (48 registers) where the plan's shared memory holds 5, else 4 (64 registers; the strided
+// schedule's larger tiles). Odd widths, so both take the quad staging; each against the oracle.
+TEST(WtconvGpu, QuadStagedThreeByThreeForwardAtBothBounds) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
+  struct Case { int H, W, s; Precision prec; int blocks; };
+  const Case cases[] = {{69, 73, 1, Precision::kFP32, 5}, {69, 73, 1, Precision::kBF16, 5},
+                        {61, 75, 3, Precision::kFP32, 4}, {40, 37, 4, Precision::kFP16, 4}};
+  int seed = 580;
+  for (const Case& c : cases) {
+    WtconvProblem p;
+    p.batch = 2; p.channels = 3; p.height = c.H; p.width = c.W; p.kernel_size = 3; p.levels = 2; p.stride = c.s;
+    p.precision = c.prec;
+    SCOPED_TRACE(::testing::Message() << c.H << "x" << c.W << " s" << c.s << " prec " << int(c.prec));
+    const wtconv_detail::WtconvRun run = wtconv_detail::make_wtconv_run(p, false);
+    EXPECT_EQ(run.plan.fwd_base_tma_smem, 0u);
+    EXPECT_EQ(wtconv_detail::fwd_base_quad_blocks(3, run.plan.fwd_base.smem), c.blocks);
+    run_case(2, 3, c.H, c.W, 3, 2, c.s, c.prec, seed % 2 == 0, seed);
+    ++seed;
+  }
+}
+
 // The fixed tiles' 4 x 4 epilogues store a row of four outputs in one write when y (dx) is
 // 4-element aligned, as two pair writes when only 2-element aligned, and element by element
 // otherwise: y and dx one and two elements off (x and dy aligned, so the fused instances still

@@ -175,6 +175,37 @@ TEST(WtconvPlan, BackwardBaseHoldsItsLaunchBoundOfBlocks) {
   }
 }
 
+TEST(WtconvPlan, QuadStagedThreeByThreeForwardTakesFiveBlocksWhereTheyFit) {
+  // The 5-block quad-staged k = 3 instance (48 registers) runs only plans whose shared memory holds
+  // 5 of its blocks; the others keep the 4-block instance. Random problems, strided ones on the
+  // full grid where they run there: the stride-1 and stride-2 planes of the random shape sets take
+  // 5, the larger tiles of the strided schedule (strides >= 3) and of flat planes often cannot.
+  WtconvProblem u11;
+  u11.batch = 16; u11.channels = 384; u11.height = 69; u11.width = 73; u11.kernel_size = 3; u11.levels = 2;
+  EXPECT_EQ(fwd_base_quad_blocks(3, make_wtconv_run(u11, false).plan.fwd_base.smem), 5);
+  EXPECT_EQ(fwd_base_quad_blocks(5, make_wtconv_run(u11, false).plan.fwd_base.smem), fwd_base_blocks_per_sm(5));
+  std::mt19937 rng(20261202);
+  int planned = 0, five = 0;
+  for (int n = 0; n < 3000; ++n) {
+    WtconvProblem p = random_problem(rng);
+    p.kernel_size = 3;
+    if (!wtconv_validate(p).ok()) continue;
+    ++planned;
+    SCOPED_TRACE(describe(p));
+    const size_t smem = make_wtconv_run(p, false).plan.fwd_base.smem;
+    const int blocks = fwd_base_quad_blocks(3, smem);
+    if (blocks == 5) {
+      ++five;
+      EXPECT_EQ(resident_blocks(smem, 5), size_t(5)) << "smem " << smem;
+    } else {
+      EXPECT_EQ(blocks, fwd_base_blocks_per_sm(3));
+      EXPECT_LT(resident_blocks(smem, 5), size_t(5)) << "smem " << smem;
+    }
+  }
+  EXPECT_GT(planned, 2000);
+  EXPECT_GT(five, planned / 4);
+}
+
 TEST(WtconvPlan, LargeProblemsSplitIntoShortBlocks) {
   // big_L2 (16 x 128 x 512^2): kTargetBlocks alone gave 16 splits per channel, 128 backward items
   // (16 x 32 coefficients each) per block; the pixel bound gives 64, 32 items of 2048 pixels, and

@@ -16,15 +16,8 @@ namespace wtconv_detail {
 // interior level-1 coefficient (s t0) / 2 less the conv's halo r and level 2's halo g2, in pixels.
 __device__ __forceinline__ int fwd_tile_origin(int t0, int s, int r, int g2) { return 2 * (((s * t0) >> 1) - r - g2); }
 
-// The quad-staged k = 3 instance (odd widths, and planes whose TMA box does not fit) at 5 resident
-// blocks (48 registers, no spill): at 4 its items' staging loads waited at the barrier after the
-// staging with little else to issue (docs/wtconv.md, notes 76 and 80). The TMA instance keeps the
-// planner's bound (fwd_base_blocks_per_sm), which sizes its boxes.
-constexpr int fwd_base_instance_blocks(int k, bool quad_staged) {
-  return k == 3 && quad_staged ? 5 : fwd_base_blocks_per_sm(k);
-}
-
-// 4 resident blocks (64 registers, no spill) except k = 7 (2 blocks; at 3 it spills). At 3 blocks
+// 4 resident blocks (64 registers, no spill) except k = 7 (2 blocks; at 3 it spills); kBound, when
+// set, replaces that bound (5 for the quad-staged k = 3 instance, fwd_base_quad_blocks). At 3 blocks
 // (80 registers) 36% of the cycles had no eligible warp, mostly waiting at the barrier after the
 // staging and on its global loads; 4 blocks cut big_L2's fp32 forward 5.45 -> 5.07 ms.
 // kTma: the TMA-staged instance (a.tma), compiled apart so that the other instances keep their
@@ -37,9 +30,10 @@ constexpr int fwd_base_instance_blocks(int k, bool quad_staged) {
 // kFixed (with kFuse2): the tile kFusedFwdTileH x kFusedFwdTileW, one plane per item, at compile
 // time (fwd_fused_fixed_tile), so that the extents, pitches and job divisors below are constants:
 // immediate offsets and shifts instead of parameter loads and index arithmetic.
-template <typename T, int K, bool kTma, bool kFuse2, bool kFixed, bool kPlane = false>
-__global__ void __launch_bounds__(kBlockThreads, fwd_base_instance_blocks(K, !kTma && !kPlane))
+template <typename T, int K, bool kTma, bool kFuse2, bool kFixed, bool kPlane = false, int kBound = 0>
+__global__ void __launch_bounds__(kBlockThreads, kBound ? kBound : fwd_base_blocks_per_sm(K))
     forward_base_kernel(const __grid_constant__ FwdBaseArgs<T> a) {
+  static_assert(kBound == 0 || (K == 3 && !kTma && !kPlane), "only the quad-staged k = 3 instance takes its own bound");
   static_assert(!kFuse2 || (kTma && K > 0), "the fused forward stages with TMA");
   static_assert(!kFixed || kFuse2, "the fixed tile is a fused instance");
   // kFixed strips are all full (conv_quad_strip, conv_pair_strip's kFull): the output and level-1
@@ -514,6 +508,9 @@ cudaError_t launch_forward_base(const FwdBaseArgs<T>& args, size_t smem, cudaStr
     if constexpr (K != 0)
       if (a.tma) return launch_with_smem(forward_base_kernel<T, K, true, false, false>, blocks, launch_smem, stream, a);
     if (a.plane_tile) return launch_with_smem(forward_base_kernel<T, K, false, false, false, true>, blocks, smem, stream, a);
+    if constexpr (K == 3)
+      if (fwd_base_quad_blocks(K, smem) == 5)
+        return launch_with_smem(forward_base_kernel<T, K, false, false, false, false, 5>, blocks, smem, stream, a);
     return launch_with_smem(forward_base_kernel<T, K, false, false, false>, blocks, smem, stream, a);
   });
 }

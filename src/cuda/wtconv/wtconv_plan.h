@@ -129,6 +129,14 @@ WTCONV_HOST_DEVICE constexpr int bwd_base_blocks_per_sm(int k) { return k == 3 ?
 // k = 7, which spills at 3 (docs/wtconv.md, perf note 17); 3 (80 registers) for the runtime-k
 // instance, whose vector-read windows spill at 64 (perf note 53).
 WTCONV_HOST_DEVICE constexpr int fwd_base_blocks_per_sm(int k) { return k == 7 ? 2 : k == 3 || k == 5 ? 4 : 3; }
+// Blocks per SM of the quad-staged forward base instance (odd widths, and planes without a TMA box)
+// for a plan of `smem` bytes: at k = 3, 5 blocks (48 registers, no spill) where 5 of them fit the
+// SM's shared memory. At 4 its items' staging loads waited at the barrier after the staging with
+// little else to issue (docs/wtconv.md, notes 76 and 80). Larger tiles (the strided schedule of
+// strides >= 3, flat planes) keep the 4-block instance and its 64 registers.
+inline int fwd_base_quad_blocks(int k, size_t smem) {
+  return k == 3 && resident_blocks(smem, 5) == 5 ? 5 : fwd_base_blocks_per_sm(k);
+}
 
 // The kernel sizes compiled as template specialisations (dispatch_kernel_size); only they have
 // TMA-staged kernel instances, so the plan grants TMA layouts to them alone.
