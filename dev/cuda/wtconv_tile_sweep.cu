@@ -148,7 +148,7 @@ std::vector<std::pair<int, int>> fitted_tiles(int64_t gh, int64_t gw, int th0, i
       for (const auto& extra : {std::make_pair(0, 0), std::make_pair(1, 0), std::make_pair(0, 1)}) {
         // The tile counts along each axis, then fitted_tile_extent's rounding for those counts.
         const int64_t ny = ceil_div(gh, base.first) + extra.first, nx = ceil_div(gw, base.second) + extra.second;
-        add(int(ceil_div(ceil_div(gh, ny), m[0]) * m[0]), int(ceil_div(ceil_div(gw, nx), m[1]) * m[1]));
+        add(extent_per_tile(gh, ny, m[0]), extent_per_tile(gw, nx, m[1]));
       }
   return out;
 }

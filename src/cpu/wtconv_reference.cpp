@@ -110,58 +110,7 @@ void analysis(const Dims& d, const Plane& x0, Plane Y[][4], bool all_plus = fals
   }
 }
 
-void backward(const WtconvProblem& problem, const float* dy, const float* x, const WtconvParams& prm,
-              WtconvReferenceGrads* g, bool all_plus);
-
-}  // namespace
-
-void wtconv_reference_forward(const WtconvProblem& problem, const float* x, const WtconvParams& prm,
-                              std::vector<double>* y) {
-  const Dims d = dims_of(problem);
-  const int kk = d.k * d.k;
-  y->assign(size_t(d.B) * d.C * d.Ho * d.Wo, 0.0);
-  for (int b = 0; b < d.B; ++b)
-    for (int c = 0; c < d.C; ++c) {
-      const size_t pl = size_t(b) * d.C + c;
-      Plane x0(x + pl * d.H * d.W, x + (pl + 1) * d.H * d.W);
-      Plane Y[kWtconvMaxLevels + 1][4];
-      analysis(d, x0, Y);
-      Plane out = corr_same(x0, d.H, d.W, prm.base_weight + size_t(c) * kk, d.k);
-      const double s0 = prm.base_scale[c], bias = prm.base_bias ? prm.base_bias[c] : 0.0;
-      for (double& v : out) v = s0 * (v + bias);
-      for (int l = 1; l <= d.L; ++l) {
-        Plane Z[4];
-        for (int s = 0; s < 4; ++s) {
-          Z[s] = corr_same(Y[l][s], d.hl[l], d.wl[l], prm.level_weight[l - 1] + size_t(4 * c + s) * kk, d.k);
-          const double sl = prm.level_scale[l - 1][4 * c + s];
-          for (double& v : Z[s]) v *= sl;
-        }
-        const double f = 1.0 / double(1 << l);
-        for (int yy = 0; yy < d.H; ++yy)
-          for (int xx = 0; xx < d.W; ++xx) {
-            const size_t o = size_t(yy >> l) * d.wl[l] + (xx >> l);
-            const double sy = ((yy >> (l - 1)) & 1) ? -1.0 : 1.0, sx = ((xx >> (l - 1)) & 1) ? -1.0 : 1.0;
-            out[size_t(yy) * d.W + xx] += f * (Z[0][o] + sy * Z[1][o] + sx * Z[2][o] + sy * sx * Z[3][o]);
-          }
-      }
-      for (int oy = 0; oy < d.Ho; ++oy)
-        for (int ox = 0; ox < d.Wo; ++ox)
-          (*y)[pl * d.Ho * d.Wo + size_t(oy) * d.Wo + ox] = out[size_t(oy * d.s) * d.W + ox * d.s];
-    }
-}
-
-void wtconv_reference_backward(const WtconvProblem& problem, const float* dy, const float* x,
-                               const WtconvParams& prm, WtconvReferenceGrads* g) {
-  backward(problem, dy, x, prm, g, false);
-}
-
-void wtconv_reference_magnitudes(const WtconvProblem& problem, const float* dy, const float* x,
-                                 const WtconvParams& prm, WtconvReferenceGrads* g) {
-  backward(problem, dy, x, prm, g, true);
-}
-
-namespace {
-
+// The backward of wtconv_reference_backward; all_plus: every Haar sign + (wtconv_reference_magnitudes).
 void backward(const WtconvProblem& problem, const float* dy, const float* x, const WtconvParams& prm,
               WtconvReferenceGrads* g, bool all_plus) {
   const Dims d = dims_of(problem);
@@ -225,4 +174,50 @@ void backward(const WtconvProblem& problem, const float* dy, const float* x, con
 }
 
 }  // namespace
+
+void wtconv_reference_forward(const WtconvProblem& problem, const float* x, const WtconvParams& prm,
+                              std::vector<double>* y) {
+  const Dims d = dims_of(problem);
+  const int kk = d.k * d.k;
+  y->assign(size_t(d.B) * d.C * d.Ho * d.Wo, 0.0);
+  for (int b = 0; b < d.B; ++b)
+    for (int c = 0; c < d.C; ++c) {
+      const size_t pl = size_t(b) * d.C + c;
+      Plane x0(x + pl * d.H * d.W, x + (pl + 1) * d.H * d.W);
+      Plane Y[kWtconvMaxLevels + 1][4];
+      analysis(d, x0, Y);
+      Plane out = corr_same(x0, d.H, d.W, prm.base_weight + size_t(c) * kk, d.k);
+      const double s0 = prm.base_scale[c], bias = prm.base_bias ? prm.base_bias[c] : 0.0;
+      for (double& v : out) v = s0 * (v + bias);
+      for (int l = 1; l <= d.L; ++l) {
+        Plane Z[4];
+        for (int s = 0; s < 4; ++s) {
+          Z[s] = corr_same(Y[l][s], d.hl[l], d.wl[l], prm.level_weight[l - 1] + size_t(4 * c + s) * kk, d.k);
+          const double sl = prm.level_scale[l - 1][4 * c + s];
+          for (double& v : Z[s]) v *= sl;
+        }
+        const double f = 1.0 / double(1 << l);
+        for (int yy = 0; yy < d.H; ++yy)
+          for (int xx = 0; xx < d.W; ++xx) {
+            const size_t o = size_t(yy >> l) * d.wl[l] + (xx >> l);
+            const double sy = ((yy >> (l - 1)) & 1) ? -1.0 : 1.0, sx = ((xx >> (l - 1)) & 1) ? -1.0 : 1.0;
+            out[size_t(yy) * d.W + xx] += f * (Z[0][o] + sy * Z[1][o] + sx * Z[2][o] + sy * sx * Z[3][o]);
+          }
+      }
+      for (int oy = 0; oy < d.Ho; ++oy)
+        for (int ox = 0; ox < d.Wo; ++ox)
+          (*y)[pl * d.Ho * d.Wo + size_t(oy) * d.Wo + ox] = out[size_t(oy * d.s) * d.W + ox * d.s];
+    }
+}
+
+void wtconv_reference_backward(const WtconvProblem& problem, const float* dy, const float* x,
+                               const WtconvParams& prm, WtconvReferenceGrads* g) {
+  backward(problem, dy, x, prm, g, false);
+}
+
+void wtconv_reference_magnitudes(const WtconvProblem& problem, const float* dy, const float* x,
+                                 const WtconvParams& prm, WtconvReferenceGrads* g) {
+  backward(problem, dy, x, prm, g, true);
+}
+
 }  // namespace winconv

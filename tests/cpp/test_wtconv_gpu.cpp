@@ -9,6 +9,7 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -165,12 +166,13 @@ std::vector<std::vector<char>> run_case(int B, int C, int H, int W, int k, int L
   auto f32 = [](const std::vector<char>& raw) { return decode(Precision::kFP32, raw); };
   EXPECT_LE(rel_l2(decode(prec, first[0]), yref), tol) << "y";
   EXPECT_LE(rel_l2(decode(prec, first[1]), g.dx), tol) << "dx";
+  // With param_grads_by_magnitude, ga holds the oracle's magnitudes (every input and parameter as
+  // its magnitude, every Haar sign +): the size of each gradient's terms, e.g. sum(|W0| conv |x| +
+  // |b|) |D| for ds0 and |s_l| corr(Y_l, G_l) with Y_l and G_l the sign-free Haar chains of |x| and
+  // |D| for dW_l. A sum whose terms cancel has a relative error no float accumulation bounds; its
+  // absolute error against the terms' size is what the accumulation order decides.
+  WtconvReferenceGrads ga;
   if (param_grads_by_magnitude) {
-    // The oracle's magnitudes (every input and parameter as its magnitude, every Haar sign +): the
-    // size of each gradient's terms, e.g. sum(|W0| conv |x| + |b|) |D| for ds0 and |s_l| corr(Y_l, G_l)
-    // with Y_l and G_l the sign-free Haar chains of |x| and |D| for dW_l. A sum whose terms cancel has
-    // a relative error no float accumulation bounds; its absolute error against the terms' size is
-    // what the accumulation order decides.
     auto mag = [](std::vector<float> v) { for (auto& e : v) e = std::fabs(e); return v; };
     const std::vector<float> ax = mag(x), ady = mag(dy), aw0 = mag(w0), ab0 = mag(b0), as0 = mag(s0);
     std::vector<std::vector<float>> awl(L), asl(L);
@@ -180,28 +182,23 @@ std::vector<std::vector<char>> run_case(int B, int C, int H, int W, int k, int L
       awl[l] = mag(wl[l]); asl[l] = mag(sl[l]);
       aprm.level_weight[l] = awl[l].data(); aprm.level_scale[l] = asl[l].data();
     }
-    WtconvReferenceGrads ga;
     wtconv_reference_magnitudes(p, ady.data(), ax.data(), aprm, &ga);
-    EXPECT_LE(l2_error(f32(first[2]), g.base_weight), tol * l2_norm(ga.base_weight)) << "dW0 against its terms' size";
-    EXPECT_LE(l2_error(f32(first[3]), g.base_scale), tol * l2_norm(ga.base_scale)) << "ds0 against its terms' size";
-    if (bias)
-      EXPECT_LE(l2_error(f32(first[4]), g.base_bias), tol * l2_norm(ga.base_bias)) << "db0 against its terms' size";
-    for (int l = 0; l < L; ++l) {
-      EXPECT_LE(l2_error(f32(first[5 + 2 * l]), g.level_weight[l]), tol * l2_norm(ga.level_weight[l]))
-          << "dW" << l + 1 << " against its terms' size";
-      EXPECT_LE(l2_error(f32(first[6 + 2 * l]), g.level_scale[l]), tol * l2_norm(ga.level_scale[l]))
-          << "ds" << l + 1 << " against its terms' size";
-    }
-  } else {
-    EXPECT_LE(rel_l2(f32(first[2]), g.base_weight), tol) << "dW0";
-    EXPECT_LE(rel_l2(f32(first[3]), g.base_scale), tol) << "ds0";
-    if (bias) {
-      EXPECT_LE(rel_l2(f32(first[4]), g.base_bias), tol) << "db0";
-    }
-    for (int l = 0; l < L; ++l) {
-      EXPECT_LE(rel_l2(f32(first[5 + 2 * l]), g.level_weight[l]), tol) << "dW" << l + 1;
-      EXPECT_LE(rel_l2(f32(first[6 + 2 * l]), g.level_scale[l]), tol) << "ds" << l + 1;
-    }
+  }
+  // Parameter gradient `name` (output `out`) against its reference: relative, or against its terms'
+  // size (ga's `size`).
+  auto check_grad = [&](const std::string& name, int out, const std::vector<double>& ref,
+                        const std::vector<double>& size) {
+    if (param_grads_by_magnitude)
+      EXPECT_LE(l2_error(f32(first[out]), ref), tol * l2_norm(size)) << name << " against its terms' size";
+    else
+      EXPECT_LE(rel_l2(f32(first[out]), ref), tol) << name;
+  };
+  check_grad("dW0", 2, g.base_weight, ga.base_weight);
+  check_grad("ds0", 3, g.base_scale, ga.base_scale);
+  if (bias) check_grad("db0", 4, g.base_bias, ga.base_bias);
+  for (int l = 0; l < L; ++l) {
+    check_grad("dW" + std::to_string(l + 1), 5 + 2 * l, g.level_weight[l], ga.level_weight[l]);
+    check_grad("ds" + std::to_string(l + 1), 6 + 2 * l, g.level_scale[l], ga.level_scale[l]);
   }
   EXPECT_TRUE(run() == first) << "two runs are not bit-identical";
   return first;

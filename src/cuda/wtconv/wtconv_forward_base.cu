@@ -509,8 +509,9 @@ cudaError_t launch_forward_base(const FwdBaseArgs<T>& args, size_t smem, cudaStr
       if (a.tma) return launch_with_smem(forward_base_kernel<T, K, true, false, false>, blocks, launch_smem, stream, a);
     if (a.plane_tile) return launch_with_smem(forward_base_kernel<T, K, false, false, false, true>, blocks, smem, stream, a);
     if constexpr (K == 3)
-      if (fwd_base_quad_blocks(K, smem) == 5)
-        return launch_with_smem(forward_base_kernel<T, K, false, false, false, false, 5>, blocks, smem, stream, a);
+      if (fwd_base_quad_blocks(K, smem) == kFwdQuadBlocksK3)
+        return launch_with_smem(forward_base_kernel<T, K, false, false, false, false, kFwdQuadBlocksK3>, blocks,
+                                smem, stream, a);
     return launch_with_smem(forward_base_kernel<T, K, false, false, false>, blocks, smem, stream, a);
   });
 }

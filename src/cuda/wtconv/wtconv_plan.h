@@ -134,8 +134,10 @@ WTCONV_HOST_DEVICE constexpr int fwd_base_blocks_per_sm(int k) { return k == 7 ?
 // SM's shared memory. At 4 its items' staging loads waited at the barrier after the staging with
 // little else to issue (docs/wtconv.md, notes 76 and 80). Larger tiles (the strided schedule of
 // strides >= 3, flat planes) keep the 4-block instance and its 64 registers.
+constexpr int kFwdQuadBlocksK3 = 5;
 inline int fwd_base_quad_blocks(int k, size_t smem) {
-  return k == 3 && resident_blocks(smem, 5) == 5 ? 5 : fwd_base_blocks_per_sm(k);
+  return k == 3 && resident_blocks(smem, kFwdQuadBlocksK3) == kFwdQuadBlocksK3 ? kFwdQuadBlocksK3
+                                                                                 : fwd_base_blocks_per_sm(k);
 }
 
 // The kernel sizes compiled as template specialisations (dispatch_kernel_size); only they have
@@ -601,9 +603,12 @@ inline bool halve_poorly_covering_tile(const WtconvTile& t, int64_t gh, int64_t 
 // ran 1.15x slower with the sized tile, and keeps the halving below.
 constexpr double kFitCoverage = 0.65;
 constexpr int kFwdFitUnit = 8, kBwdFitUnit = 4;
-inline int fitted_tile_extent(int64_t extent, int tile, int unit) {
-  const int64_t tiles = ceil_div(extent, tile);
+// The extent of each of `tiles` tiles over `extent`, rounded up to whole units.
+inline int extent_per_tile(int64_t extent, int64_t tiles, int unit) {
   return int(ceil_div(ceil_div(extent, tiles), unit) * unit);
+}
+inline int fitted_tile_extent(int64_t extent, int tile, int unit) {
+  return extent_per_tile(extent, ceil_div(extent, tile), unit);
 }
 // Tiles with a side under the unit (the few-row tiles of flat planes) keep their shape: sized, that
 // side would grow past the tile.
