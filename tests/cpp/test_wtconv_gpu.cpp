@@ -338,6 +338,25 @@ TEST(WtconvGpu, QuadStagedThreeByThreeForwardAtBothBounds) {
   }
 }
 
+// The runtime-k backward base has two instances that differ only in their launch bound: 2 blocks
+// per SM (128 registers) for k = 1, 9, 11 and 13, 3 (80 registers) for k = 15. Each on a plane of
+// several tiles and on a one-tile plane (the kPlane instances), against the oracle.
+TEST(WtconvGpu, RuntimeKBackwardAtBothBounds) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
+  struct Case { int H, W, k, L; Precision prec; int blocks; };
+  const Case cases[] = {{45, 71, 1, 2, Precision::kFP32, 2},  {45, 71, 9, 2, Precision::kFP16, 2},
+                        {37, 29, 11, 1, Precision::kBF16, 2}, {45, 71, 13, 2, Precision::kFP32, 2},
+                        {45, 71, 15, 2, Precision::kFP32, 3}, {11, 13, 15, 1, Precision::kFP16, 3},
+                        {11, 13, 9, 1, Precision::kFP32, 2}};
+  int seed = 620;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << c.H << "x" << c.W << " k" << c.k << " L" << c.L << " prec " << int(c.prec));
+    EXPECT_EQ(wtconv_detail::bwd_base_runtime_k_register_blocks(c.k), c.blocks);
+    run_case(2, 3, c.H, c.W, c.k, c.L, 1, c.prec, seed % 2 == 0, seed);
+    ++seed;
+  }
+}
+
 // The fixed tiles' 4 x 4 epilogues store a row of four outputs in one write when y (dx) is
 // 4-element aligned, as two pair writes when only 2-element aligned, and element by element
 // otherwise: y and dx one and two elements off (x and dy aligned, so the fused instances still

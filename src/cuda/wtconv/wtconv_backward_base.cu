@@ -37,9 +37,11 @@ struct QuadPair {
 // kFixed (with kFuse2): the tile kFusedBwdTileH x kFusedBwdTileW coefficients, one plane per
 // item, at compile time (bwd_fused_fixed_tile): extents, pitches, row lengths and job divisors
 // become constants, as in the forward.
-template <typename T, int K, bool kTma, bool kFuse2, bool kFixed, bool kPlane = false>
-__global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
+// kBound (runtime-k instances only): the launch bound, bwd_base_runtime_k_register_blocks.
+template <typename T, int K, bool kTma, bool kFuse2, bool kFixed, bool kPlane = false, int kBound = 0>
+__global__ void __launch_bounds__(kBlockThreads, kBound ? kBound : bwd_base_blocks_per_sm(K))
     backward_base_kernel(const __grid_constant__ BwdBaseArgs<T> a) {
+  static_assert(kBound == 0 || (K == 0 && !kTma), "only the runtime-k instances take their own bound");
   static_assert(!kFuse2 || (kTma && K > 0), "the fused backward stages with TMA");
   static_assert(!kFixed || kFuse2, "the fixed tile is a fused instance");
   // kFixed strips are all full (conv_quad_strip, conv_pair_strip's kFull): the level-1 and pixel
@@ -644,6 +646,14 @@ cudaError_t launch_backward_base(const BwdBaseArgs<T>& args, size_t smem, cudaSt
       if (a.tma) return launch_with_smem(backward_base_kernel<T, K, true, false, false>, blocks, launch_smem, stream, a);
     }
     if (a.fuse2) return cudaErrorNotSupported;  // the plan fuses only sizes with that instance (bwd_fused_smem)
+    if constexpr (K == 0) {
+      constexpr int kTwo = 2;
+      if (bwd_base_runtime_k_register_blocks(a.k) == kTwo) {
+        if (a.plane_tile)
+          return launch_with_smem(backward_base_kernel<T, K, false, false, false, true, kTwo>, blocks, smem, stream, a);
+        return launch_with_smem(backward_base_kernel<T, K, false, false, false, false, kTwo>, blocks, smem, stream, a);
+      }
+    }
     if (a.plane_tile) return launch_with_smem(backward_base_kernel<T, K, false, false, false, true>, blocks, smem, stream, a);
     return launch_with_smem(backward_base_kernel<T, K, false, false, false>, blocks, smem, stream, a);
   });

@@ -125,6 +125,12 @@ WTCONV_HOST_DEVICE constexpr int corr_parts_per_warp(int k) { return 32 / k; }
 // (fp32 steps 2-3% slower, fp16 1-2% faster); k = 7 and the runtime-k path spill 300-530 bytes
 // (docs/wtconv.md, perf note 24).
 WTCONV_HOST_DEVICE constexpr int bwd_base_blocks_per_sm(int k) { return k == 3 ? 4 : 3; }
+// Launch bound of the runtime-k backward base (k = 1, 9..15: one kernel holds the correlation rings
+// of every size). At 3 blocks (80 registers) it spilled 2.5 KB, and at k = 9 its local-memory
+// traffic was 3x its global loads; at 2 blocks (128 registers) 184 bytes, and the backward ran 3-7%
+// faster at k = 1, 9, 11 and 13, but 3% slower at k = 15, which keeps 3 (docs/wtconv.md, note 82).
+// The tiles stay fitted to bwd_base_blocks_per_sm's shared memory either way (the measured plans).
+WTCONV_HOST_DEVICE constexpr int bwd_base_runtime_k_register_blocks(int k) { return k == 15 ? 3 : 2; }
 // Launch bound of the forward base kernel: 4 blocks (64 registers, no spill) for k = 3 and 5; 2 for
 // k = 7, which spills at 3 (docs/wtconv.md, perf note 17); 3 (80 registers) for the runtime-k
 // instance, whose vector-read windows spill at 64 (perf note 53).
