@@ -646,12 +646,15 @@ cudaError_t launch_backward_base(const BwdBaseArgs<T>& args, size_t smem, cudaSt
       if (a.tma) return launch_with_smem(backward_base_kernel<T, K, true, false, false>, blocks, launch_smem, stream, a);
     }
     if (a.fuse2) return cudaErrorNotSupported;  // the plan fuses only sizes with that instance (bwd_fused_smem)
+    // The runtime-k instances at 2 blocks per SM (128 registers) for the sizes that take them.
     if constexpr (K == 0) {
-      constexpr int kTwo = 2;
-      if (bwd_base_runtime_k_register_blocks(a.k) == kTwo) {
+      constexpr int kTwoBlocks = 2;
+      if (bwd_base_runtime_k_register_blocks(a.k) == kTwoBlocks) {
         if (a.plane_tile)
-          return launch_with_smem(backward_base_kernel<T, K, false, false, false, true, kTwo>, blocks, smem, stream, a);
-        return launch_with_smem(backward_base_kernel<T, K, false, false, false, false, kTwo>, blocks, smem, stream, a);
+          return launch_with_smem(backward_base_kernel<T, K, false, false, false, true, kTwoBlocks>, blocks, smem,
+                                  stream, a);
+        return launch_with_smem(backward_base_kernel<T, K, false, false, false, false, kTwoBlocks>, blocks, smem,
+                                stream, a);
       }
     }
     if (a.plane_tile) return launch_with_smem(backward_base_kernel<T, K, false, false, false, true>, blocks, smem, stream, a);

@@ -120,10 +120,11 @@ inline void finish_tile(WtconvTile& t, int64_t B, int64_t C, int64_t gh, int64_t
 // 8-byte row loads, one broadcast G row per part.
 WTCONV_HOST_DEVICE constexpr int corr_parts_per_warp(int k) { return 32 / k; }
 
-// Launch bound of the backward base kernel. 4 blocks per SM (64 registers) for k = 3: a 3 x 3
-// training step ran 2.6% (fp32) and 4.8% (fp16) faster. k = 5 at 64 registers spills ~130 bytes
-// (fp32 steps 2-3% slower, fp16 1-2% faster); k = 7 and the runtime-k path spill 300-530 bytes
-// (docs/wtconv.md, perf note 24).
+// Launch bound of the backward base kernel, and the blocks per SM its tiles are fitted to. 4 blocks
+// per SM (64 registers) for k = 3: a 3 x 3 training step ran 2.6% (fp32) and 4.8% (fp16) faster.
+// k = 5 at 64 registers spills ~130 bytes (fp32 steps 2-3% slower, fp16 1-2% faster); k = 7
+// spilled 300-530 bytes there (docs/wtconv.md, perf note 24). The runtime-k instance's registers
+// take their own bound, below.
 WTCONV_HOST_DEVICE constexpr int bwd_base_blocks_per_sm(int k) { return k == 3 ? 4 : 3; }
 // Launch bound of the runtime-k backward base (k = 1, 9..15: one kernel holds the correlation rings
 // of every size). At 3 blocks (80 registers) it spilled 2.5 KB, and at k = 9 its local-memory
