@@ -646,19 +646,18 @@ cudaError_t launch_backward_base(const BwdBaseArgs<T>& args, size_t smem, cudaSt
       if (a.tma) return launch_with_smem(backward_base_kernel<T, K, true, false, false>, blocks, launch_smem, stream, a);
     }
     if (a.fuse2) return cudaErrorNotSupported;  // the plan fuses only sizes with that instance (bwd_fused_smem)
-    // The runtime-k instances at 2 blocks per SM (128 registers) for the sizes that take them.
+    // The plane-tile or tiled instance at a register bound of kBound blocks per SM (0: the kernel's
+    // own); the runtime-k instances take 2 (128 registers) for the sizes that run faster there.
+    const auto launch_unfused = [&](auto bound) {
+      constexpr int kBound = decltype(bound)::value;
+      if (a.plane_tile)
+        return launch_with_smem(backward_base_kernel<T, K, false, false, false, true, kBound>, blocks, smem, stream, a);
+      return launch_with_smem(backward_base_kernel<T, K, false, false, false, false, kBound>, blocks, smem, stream, a);
+    };
     if constexpr (K == 0) {
-      constexpr int kTwoBlocks = 2;
-      if (bwd_base_runtime_k_register_blocks(a.k) == kTwoBlocks) {
-        if (a.plane_tile)
-          return launch_with_smem(backward_base_kernel<T, K, false, false, false, true, kTwoBlocks>, blocks, smem,
-                                  stream, a);
-        return launch_with_smem(backward_base_kernel<T, K, false, false, false, false, kTwoBlocks>, blocks, smem,
-                                stream, a);
-      }
+      if (bwd_base_runtime_k_register_blocks(a.k) == 2) return launch_unfused(std::integral_constant<int, 2>{});
     }
-    if (a.plane_tile) return launch_with_smem(backward_base_kernel<T, K, false, false, false, true>, blocks, smem, stream, a);
-    return launch_with_smem(backward_base_kernel<T, K, false, false, false>, blocks, smem, stream, a);
+    return launch_unfused(std::integral_constant<int, 0>{});
   });
 }
 

@@ -18,9 +18,11 @@ namespace wtconv_detail {
 // at 3 blocks: big_L2 training step -0.4% fp32, -1.2% fp16); larger k keeps its 128 registers.
 // kPlane: the tile holds the whole level grid; its coefficients alone are staged per item, the
 // zeros around them written once (staged_block). kPairs: 16-bit activations staged as block pairs
-// (a.pairs); compiled only into the instances that take it (perf note 67).
-template <typename Tc, bool kDirect, int K, bool kPlane, bool kPairs>
+// (a.pairs); compiled only into the instances that take it (perf note 67). kWindows false: the
+// k = 1 instance, its subband convs taken in the dX pass (dispatch_level_kernel_size).
+template <typename Tc, bool kDirect, int K, bool kPlane, bool kPairs, bool kWindows>
 __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backward_level_kernel(BwdLevelArgs<Tc> a) {
+  static_assert(kWindows || K == 0, "only the runtime-k instance has a k = 1 form");
   extern __shared__ float smem[];
   constexpr int KM = K > 0 ? K : 15;
   const int k = K ? K : a.k, r = k / 2, kk = k * k;
@@ -31,15 +33,17 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
   // half-warp reads consecutive rows of one plane (plan.h: corr_parts_per_warp, kLevelCorrWarpsPerSubband).
   const int jobs = 4 * k, parts_per_warp = corr_parts_per_warp(k);
   const int parts = kLevelCorrWarpsPerSubband * parts_per_warp;
-  float* wf = smem;                   // 4kk: s_l * W_l flipped
-  float* ys = wf + 4 * kk;            // np x 4 x plane
+  const int fs = level_filter_stride(k);
+  float* wf = smem;                   // 4 filters s_l * W_l flipped, fs apart
+  float* ys = wf + 4 * fs;            // np x 4 x plane
   float* gs = ys + np * 4 * plane;    // np x 4 x plane
-  float* dz = gs + np * 4 * plane;    // np x 4 x th x tw subband convs (compile-time k only)
+  float* dz = gs + np * 4 * plane + (K == 0 ? kWindowSlack : 0);  // np x 4 x th x tw subband convs
   float* red = dz + np * 4 * th * tw; // parts x jobs x k
 
+  if constexpr (K == 0) zero_filter_padding(wf, 4, k);
   for (int i = threadIdx.x; i < 4 * kk; i += blockDim.x) {
     const int t = i / kk, ij = i % kk, fi = kk - 1 - ij;  // flip both axes
-    wf[i] = a.scale[4 * c + t] * a.weight[int64_t(4 * c + t) * kk + fi];
+    wf[t * fs + filter_slot(ij, k)] = a.scale[4 * c + t] * a.weight[int64_t(4 * c + t) * kk + fi];
   }
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int sb = warp / kLevelCorrWarpsPerSubband, ci = lane % k, job = sb * k + ci;
@@ -132,6 +136,9 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
           if (j.row0 + o < th) dz[(j.slot * th + j.row0 + o) * tw + j.col] = acc[o];
       }
       __syncthreads();
+    } else if constexpr (kWindows) {
+      level_subband_windows<K>(wf, fs, filter_row_pitch(k), gs, eh, ew, th, tw, np, k, dz);
+      __syncthreads();
     }
     // dX_{l-1}: one coefficient (four children) per thread.
     for (int e = threadIdx.x; e < np * th * tw; e += blockDim.x) {
@@ -140,15 +147,10 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
       const int b = pos.b0 + p, qy = pos.y0 + ty, qx = pos.x0 + tx;
       if (b >= a.B || qy >= a.hq || qx >= a.wq) continue;
       float d[4];
-      if constexpr (K > 0) {
 #pragma unroll
-        for (int t = 0; t < 4; ++t) d[t] = dz[((p * 4 + t) * th + ty) * tw + tx];
-      } else {
-        with_compiled_k<K>(k, [&](const int kw) {  // the windows at a compile-time k where it can be
-#pragma unroll
-          for (int t = 0; t < 4; ++t)
-            d[t] = conv_window<0>(wf + t * kk, gs + (p * 4 + t) * plane + ty * ew + tx, ew, kw);
-        });
+      for (int t = 0; t < 4; ++t) {
+        if constexpr (kWindows) d[t] = dz[((p * 4 + t) * th + ty) * tw + tx];
+        else d[t] = conv_window<1>(wf + t * fs, gs + (p * 4 + t) * plane + ty * ew + tx, ew, 1);
       }
       const int64_t pl = int64_t(b) * a.C + c;
       if (a.dxin) d[0] += e == int(threadIdx.x) ? res_first : a.dxin[pl * a.hq * a.wq + int64_t(qy) * a.wq + qx];
@@ -211,14 +213,15 @@ cudaError_t launch_backward_level(const BwdLevelArgs<Tc>& args, size_t smem, cud
   a.pairs = a.direct && pair_staging(a.xin, a.W, a.k, a.g.tw) && pair_staging(a.gin, a.W, a.k, a.g.tw);
   a.plane_tile = !(sizeof(Tc) == 2 && a.pairs) && level_plane_tile(a.g);
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
-  return dispatch_kernel_size(a.k, [&](auto kc) {
+  return dispatch_level_kernel_size(a.k, [&](auto kc, auto windows) {
     constexpr int K = decltype(kc)::value;
+    constexpr bool kW = decltype(windows)::value;
     const auto launch = [&](auto plane) {
       constexpr bool kPlane = decltype(plane)::value;
       if constexpr (sizeof(Tc) == 2 && !kPlane)
-        if (a.pairs) return launch_with_smem(backward_level_kernel<Tc, true, K, false, true>, blocks, smem, stream, a);
-      if (a.direct) return launch_with_smem(backward_level_kernel<Tc, true, K, kPlane, false>, blocks, smem, stream, a);
-      return launch_with_smem(backward_level_kernel<Tc, false, K, kPlane, false>, blocks, smem, stream, a);
+        if (a.pairs) return launch_with_smem(backward_level_kernel<Tc, true, K, false, true, kW>, blocks, smem, stream, a);
+      if (a.direct) return launch_with_smem(backward_level_kernel<Tc, true, K, kPlane, false, kW>, blocks, smem, stream, a);
+      return launch_with_smem(backward_level_kernel<Tc, false, K, kPlane, false, kW>, blocks, smem, stream, a);
     };
     return a.plane_tile ? launch(std::true_type{}) : launch(std::false_type{});
   });

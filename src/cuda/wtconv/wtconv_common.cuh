@@ -1386,6 +1386,35 @@ __device__ __forceinline__ float first_residual(const float* grid, const ItemPos
   return grid[(int64_t(b) * C + c) * hq * wq + int64_t(qy) * wq + qx];
 }
 
+// The runtime-k level kernels' subband convolutions of one item: dst[(p * 4 + t) * th * tw + y * tw
+// + x] = the k x k window of subband tile p * 4 + t of src (np x 4 tiles of eh x ew, eh * ew apart)
+// at (y, x) with filter t (4 filters fs floats apart at w, rows wp apart and 16-byte aligned:
+// level_filter_stride). Four adjacent coefficients of one subband per job (conv_adjacent_windows),
+// where one window per coefficient and subband (conv_window) loaded a weight and an input per
+// multiply-add in one dependent chain. Inputs as vectors where ew keeps every row at one phase: they
+// read up to 6 floats past a window, so kWindowSlack quiet floats follow the tiles. Each output's
+// terms in conv_window's order, bit for bit.
+template <int K>
+__device__ __forceinline__ void level_subband_windows(const float* w, int fs, int wp, const float* src, int eh, int ew,
+                                                      int th, int tw, int np, int k, float* dst) {
+  const int quads = (tw + 3) / 4, per_tile = th * quads, plane = eh * ew;
+  const int v = window_vector_width(k, ew, 4);
+  for (int e = threadIdx.x; e < np * 4 * per_tile; e += blockDim.x) {
+    const int slot = e / per_tile, rem = e % per_tile;  // slot = p * 4 + subband
+    const int y = rem / quads, x0 = 4 * (rem % quads), ncols = min(4, tw - x0);
+    float z[4];
+    with_compiled_k<K>(k, [&](const int kw) {  // at a compile-time k where it can be
+      conv_adjacent_windows_by<4>(v, w + (slot & 3) * fs, wp, src + slot * plane + y * ew + x0, ew, kw, ncols, z);
+    });
+    float* out = dst + (slot * th + y) * tw + x0;
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      if (u >= ncols) break;
+      out[u] = z[u];
+    }
+  }
+}
+
 // The level-1 subband convolutions of one item in the base kernels (forward: Z_1 from Y_1 plus
 // R_1; backward: dY_1 from G_1 plus dX_1). Job e = (column group, strip of R rows, slot = p * 4 +
 // subband), NC = 1 or 2 adjacent columns per job (2 needs out_cols even and even-aligned src

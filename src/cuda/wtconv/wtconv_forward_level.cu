@@ -12,20 +12,24 @@ namespace wtconv_detail {
 
 // kPlane: the tile holds the whole level grid; its coefficients alone are staged per item, the
 // zeros around them written once (staged_block). kPairs: 16-bit activations staged as block pairs
-// (a.pairs); compiled only into the instances that take it, whose registers it raises.
-template <typename Tin, bool kDirect, int K, bool kPlane, bool kPairs = false>
+// (a.pairs); compiled only into the instances that take it, whose registers it raises. kWindows
+// false: the k = 1 instance, its subband convs taken in the synthesis (dispatch_level_kernel_size).
+template <typename Tin, bool kDirect, int K, bool kPlane, bool kPairs, bool kWindows>
 __device__ __forceinline__ void forward_level_body(const FwdLevelArgs<Tin>& a) {
+  static_assert(kWindows || K == 0, "only the runtime-k instance has a k = 1 form");
   extern __shared__ float smem[];
   const int k = K ? K : a.k, r = k / 2, kk = k * k;
   const int c = blockIdx.x / a.g.splits, split = blockIdx.x % a.g.splits;
   const int th = a.g.th, tw = a.g.tw, np = a.g.np;
   const int eh = th + 2 * r, ew = tw + 2 * r, plane = eh * ew;
-  float* ws = smem;           // 4 x k x k folded weights
-  float* ys = smem + 4 * kk;  // np x 4 x eh x ew subbands
-  float* zs = ys + np * 4 * plane;  // np x 4 x th x tw convolved subbands (compile-time k only)
+  const int fs = level_filter_stride(k);
+  float* ws = smem;           // 4 folded filters, fs apart
+  float* ys = smem + 4 * fs;  // np x 4 x eh x ew subbands
+  float* zs = ys + np * 4 * plane + (K == 0 ? kWindowSlack : 0);  // np x 4 x th x tw convolved subbands
 
+  if constexpr (K == 0) zero_filter_padding(ws, 4, k);
   for (int i = threadIdx.x; i < 4 * kk; i += blockDim.x)
-    ws[i] = a.weight[int64_t(4 * c) * kk + i] * a.scale[4 * c + i / kk] * a.factor;
+    ws[i / kk * fs + filter_slot(i % kk, k)] = a.weight[int64_t(4 * c) * kk + i] * a.scale[4 * c + i / kk] * a.factor;
 
   if constexpr (kPlane) zero_floats(ys, np * 4 * plane);
 
@@ -96,6 +100,9 @@ __device__ __forceinline__ void forward_level_body(const FwdLevelArgs<Tin>& a) {
           if (j.row0 + o < th) zs[(j.slot * th + j.row0 + o) * tw + j.col] = acc[o];
       }
       __syncthreads();
+    } else if constexpr (kWindows) {
+      level_subband_windows<K>(ws, fs, filter_row_pitch(k), ys, eh, ew, th, tw, np, k, zs);
+      __syncthreads();
     }
     for (int e = threadIdx.x; e < np * th * tw; e += blockDim.x) {
       const Pos3 q = split3(e, a.d.cell, a.d.col);
@@ -103,15 +110,10 @@ __device__ __forceinline__ void forward_level_body(const FwdLevelArgs<Tin>& a) {
       const int b = pos.b0 + p, qy = pos.y0 + ty, qx = pos.x0 + tx;
       if (b >= a.B || qy >= a.hq || qx >= a.wq) continue;
       float acc[4];
-      if constexpr (K > 0) {
 #pragma unroll
-        for (int s = 0; s < 4; ++s) acc[s] = zs[((p * 4 + s) * th + ty) * tw + tx];
-      } else {
-        with_compiled_k<K>(k, [&](const int kw) {  // the windows at a compile-time k where it can be
-#pragma unroll
-          for (int s = 0; s < 4; ++s)
-            acc[s] = conv_window<0>(ws + s * kk, ys + (p * 4 + s) * plane + ty * ew + tx, ew, kw);
-        });
+      for (int s = 0; s < 4; ++s) {
+        if constexpr (kWindows) acc[s] = zs[((p * 4 + s) * th + ty) * tw + tx];
+        else acc[s] = conv_window<1>(ws + s * fs, ys + (p * 4 + s) * plane + ty * ew + tx, ew, 1);
       }
       const int64_t pl = int64_t(b) * a.C + c;
       if (a.rin) acc[0] += e == int(threadIdx.x) ? res_first : a.rin[pl * a.hq * a.wq + int64_t(qy) * a.wq + qx];
@@ -130,17 +132,19 @@ __device__ __forceinline__ void forward_level_body(const FwdLevelArgs<Tin>& a) {
   }
 }
 
-template <typename Tin, bool kDirect, int K, bool kPlane>
-__global__ void __launch_bounds__(kBlockThreads) forward_level_kernel(FwdLevelArgs<Tin> a) {
-  forward_level_body<Tin, kDirect, K, kPlane>(a);
+// The runtime-k windows instance at 3 blocks per SM (80 registers): its window passes' vector
+// phases and compile-time kernel sizes took it to 110 registers, 2 blocks.
+template <typename Tin, bool kDirect, int K, bool kPlane, bool kWindows>
+__global__ void __launch_bounds__(kBlockThreads, K == 0 && kWindows ? 3 : 0) forward_level_kernel(FwdLevelArgs<Tin> a) {
+  forward_level_body<Tin, kDirect, K, kPlane, false, kWindows>(a);
 }
 // 16-bit activations staged in block pairs: held to 4 blocks per SM (64 registers; k = 5 spills
 // 20 bytes), which the pairs' 16-byte loads in flight would otherwise exceed; a bound of 3 blocks
 // measured 1.6% slower on the big_L2 forward (docs/wtconv.md, perf note 28). Without pairs the
 // 16-bit kernel is the float one's (perf note 67).
-template <typename Tin, int K>
+template <typename Tin, int K, bool kWindows>
 __global__ void __launch_bounds__(kBlockThreads, 4) forward_level_pairs_kernel(FwdLevelArgs<Tin> a) {
-  forward_level_body<Tin, true, K, false, true>(a);
+  forward_level_body<Tin, true, K, false, true, kWindows>(a);
 }
 
 // A stored chain is float; an activation input (fp16/bf16 only ever direct) takes the direct kernel.
@@ -152,15 +156,17 @@ cudaError_t launch_forward_level(const FwdLevelArgs<Tin>& args, size_t smem, cud
   a.pairs = a.direct && pair_staging(a.xin, a.W, a.k, a.g.tw);
   a.plane_tile = !(sizeof(Tin) == 2 && a.pairs) && level_plane_tile(a.g);
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
-  return dispatch_kernel_size(a.k, [&](auto kc) {
+  return dispatch_level_kernel_size(a.k, [&](auto kc, auto windows) {
     constexpr int K = decltype(kc)::value;
+    constexpr bool kW = decltype(windows)::value;
     const auto launch = [&](auto plane) {
       constexpr bool kPlane = decltype(plane)::value;
       if constexpr (std::is_same<Tin, float>::value)
-        if (!a.direct) return launch_with_smem(forward_level_kernel<float, false, K, kPlane>, blocks, smem, stream, a);
+        if (!a.direct)
+          return launch_with_smem(forward_level_kernel<float, false, K, kPlane, kW>, blocks, smem, stream, a);
       if constexpr (sizeof(Tin) == 2 && !kPlane)
-        if (a.pairs) return launch_with_smem(forward_level_pairs_kernel<Tin, K>, blocks, smem, stream, a);
-      return launch_with_smem(forward_level_kernel<Tin, true, K, kPlane>, blocks, smem, stream, a);
+        if (a.pairs) return launch_with_smem(forward_level_pairs_kernel<Tin, K, kW>, blocks, smem, stream, a);
+      return launch_with_smem(forward_level_kernel<Tin, true, K, kPlane, kW>, blocks, smem, stream, a);
     };
     return a.plane_tile ? launch(std::true_type{}) : launch(std::false_type{});
   });

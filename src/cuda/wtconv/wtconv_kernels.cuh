@@ -222,6 +222,21 @@ cudaError_t dispatch_kernel_size(int k, F&& f) {
   }
 }
 
+// dispatch_kernel_size for the level kernels, f(K, kWindows): their runtime-k instance comes in two
+// forms. With kWindows (k = 9..15) the subband convolutions run as window passes into a results
+// tile before the synthesis; at k = 1 each is one product, taken in the synthesis pass by an
+// instance without the window passes' registers, which as one instance ran the k = 1 forward
+// 6-9% and the backward 4-9% slower (docs/wtconv.md, note 86).
+template <typename F>
+cudaError_t dispatch_level_kernel_size(int k, F&& f) {
+  return dispatch_kernel_size(k, [&](auto kc) {
+    if constexpr (decltype(kc)::value == 0) {
+      if (k == 1) return f(kc, std::false_type{});
+    }
+    return f(kc, std::true_type{});
+  });
+}
+
 inline TileGeom geom_of(const WtconvTile& t) {
   TileGeom g;
   g.th = t.th; g.tw = t.tw; g.np = t.np; g.tiles_y = t.tiles_y; g.tiles_x = t.tiles_x;

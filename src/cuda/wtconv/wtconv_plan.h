@@ -158,16 +158,6 @@ WTCONV_HOST_DEVICE constexpr bool specialised_kernel_size(int k) { return k == 3
 // of 8 put rows 4 apart on one bank pair).
 WTCONV_HOST_DEVICE constexpr int bwd_pixel_pitch(int ew) { return (2 * ew + 3) / 8 * 8 + 4; }
 
-// Shared memory (floats) of the level kernels (l >= 2) for a coefficient tile th x tw x np.
-inline size_t level_smem_floats(bool backward, int k, int th, int tw, int np) {
-  const int r = k / 2;
-  const size_t plane = size_t(th + 2 * r) * (tw + 2 * r) * 4;
-  const size_t conv = size_t(np) * 4 * th * tw;  // subband conv results between the two phases
-  if (!backward) return 4 * k * k + np * plane + conv;
-  const int parts = kLevelCorrWarpsPerSubband * corr_parts_per_warp(k);
-  return 4 * k * k + 2 * np * plane + conv + size_t(parts) * 4 * k * k;
-}
-
 // Row pitch (floats) of a k x k filter in the base kernels' shared memory: k for the specialised
 // sizes, whose strips read a filter as one run of k * k floats; k rounded up to 4 for the runtime-k
 // instance, so that every filter row starts 16-byte aligned and its weights load as quads
@@ -186,6 +176,25 @@ constexpr int kWindowSlack = 8;
 WTCONV_HOST_DEVICE constexpr int filter_slot(int ij, int k) {
   return specialised_kernel_size(k) ? ij : ij / k * filter_row_pitch(k) + ij % k;
 }
+// Shared-memory stride of one of the level kernels' four filters: k x k floats for the specialised
+// sizes (their strips read a filter as one run); the runtime-k instance lays them out as the base
+// kernels do (filter_stride), so that its window passes load the weights as quads.
+WTCONV_HOST_DEVICE constexpr int level_filter_stride(int k) { return specialised_kernel_size(k) ? k * k : filter_stride(k); }
+
+// Shared memory (floats) of the level kernels (l >= 2) for a coefficient tile th x tw x np: the
+// filters, the subband tiles (Y_l, and G_l in the backward), the subband conv results between the
+// two phases (behind kWindowSlack quiet floats at runtime k, whose window passes read the tiles as
+// vectors) and the backward's correlation partials.
+inline size_t level_smem_floats(bool backward, int k, int th, int tw, int np) {
+  const int r = k / 2;
+  const size_t plane = size_t(th + 2 * r) * (tw + 2 * r) * 4;
+  const size_t conv = size_t(np) * 4 * th * tw + (specialised_kernel_size(k) ? 0 : kWindowSlack);
+  const size_t filters = 4 * size_t(level_filter_stride(k));
+  if (!backward) return filters + np * plane + conv;
+  const int parts = kLevelCorrWarpsPerSubband * corr_parts_per_warp(k);
+  return filters + 2 * np * plane + conv + size_t(parts) * 4 * k * k;
+}
+
 // The quad-read correlation rows (corr_row_quads): the floats a row's ring reads ahead of a phase,
 // and the chunk, positions per fully unrolled group of steps (a period of both rings).
 WTCONV_HOST_DEVICE constexpr int corr_quad_lead(int k, int phase) { return (phase + k - 1 + 3) / 4 * 4; }
