@@ -741,6 +741,38 @@ TEST(WtconvPlan, PoorlyCoveredPlanesTakeFittedBaseTiles) {
     }
 }
 
+TEST(WtconvPlan, CascadeTilesCoverTheLeastArea) {
+  // Planes that fit one tile keep the smallest tile covering them (the plane path).
+  EXPECT_EQ(cascade_tile_log2(7, 7, 1), 3);
+  EXPECT_EQ(cascade_tile_log2(28, 28, 3), 5);
+  EXPECT_EQ(cascade_tile_log2(3, 30, 2), 5);
+  EXPECT_EQ(cascade_tile_log2(2, 2, 4), 4);  // never below 2^levels
+  // Larger planes: the least covered area, the larger tile on a tie.
+  EXPECT_EQ(cascade_tile_log2(44, 66, 3), 3);   // 32: 6144, 16: 3840, 8: 3456
+  EXPECT_EQ(cascade_tile_log2(44, 66, 4), 4);   // 8 is below 2^levels
+  EXPECT_EQ(cascade_tile_log2(56, 56, 4), 5);   // 32 and 16 both cover 4096
+  EXPECT_EQ(cascade_tile_log2(56, 56, 2), 3);   // 8 covers it exactly
+  EXPECT_EQ(cascade_tile_log2(112, 112, 3), 4);
+  EXPECT_EQ(cascade_tile_log2(256, 256, 3), 5);
+  EXPECT_EQ(cascade_tile_log2(1000, 3, 1), 3);  // 125 x 1 tiles of 8
+  EXPECT_EQ(cascade_tile_log2(40, 40, 5), 5);   // 2^levels = 32 leaves no choice
+  // Random planes: the tile is 2^levels..32, and no allowed side covers less.
+  std::mt19937 rng(7);
+  for (int i = 0; i < 2000; ++i) {
+    const int64_t h = 1 + int64_t(rng() % 600), w = 1 + int64_t(rng() % 600);
+    const int levels = 1 + int(rng() % 5);
+    const int lt = cascade_tile_log2(h, w, levels);
+    ASSERT_GE(lt, levels);
+    ASSERT_LE(lt, 5);
+    const auto covered = [&](int l) {
+      const int64_t t = int64_t(1) << l;
+      return (h + t - 1) / t * ((w + t - 1) / t) * t * t;
+    };
+    if (h <= 32 && w <= 32) continue;  // checked above: one tile per plane
+    for (int l = std::max(levels, 3); l <= 5; ++l) ASSERT_LE(covered(lt), covered(l)) << h << " x " << w << " L " << levels;
+  }
+}
+
 }  // namespace
 }  // namespace wtconv_detail
 }  // namespace winconv

@@ -188,11 +188,9 @@ CascadeGeom<Tfirst> cascade_geom(const Tin* in, int64_t planes, int64_t hin, int
   g.first = first;
   g.planes = planes;
   g.hin = int(hin); g.win = int(win); g.levels = levels;
-  // Smallest power-of-two tile that covers the plane and 2^levels, at most 32.
-  int lt = levels;
-  while (lt < 5 && ((int64_t(1) << lt) < hin || (int64_t(1) << lt) < win)) ++lt;
+  g.lt = cascade_tile_log2(hin, win, levels);
+  const int lt = g.lt;
   const int T = 1 << lt;
-  g.lt = lt;
   int np = 2048 / (T * T);  // two 32x32 planes per block: two 16-byte loads in flight per thread
   if (np < 1) np = 1;
   if (np > planes) np = int(planes);

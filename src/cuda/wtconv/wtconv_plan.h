@@ -511,6 +511,24 @@ inline void fit_tile(WtconvTile& t, int64_t B, int64_t want, Bytes bytes) {
   while (bytes() > kSmemBudget && (t.np > 1 || t.th * t.tw > 1)) shrink_tile(t);
 }
 
+// log2 of the cascade's square tile: at least 2^levels (every level of a tile stays aligned), at
+// most 32. A plane that fits one tile takes the smallest that covers it (one tile per plane: the
+// plane path where its rows are not read as quads). A larger plane takes the side, 8 to 32, whose
+// tiles cover the least area, the larger on a tie: 32 x 32 tiles of a 44 x 66 plane staged and
+// halved 2.1x its pixels (8 x 8: 1.19x), all of it index math and predicated-off loads.
+inline int cascade_tile_log2(int64_t hin, int64_t win, int levels) {
+  int lt = levels;
+  while (lt < 5 && ((int64_t(1) << lt) < hin || (int64_t(1) << lt) < win)) ++lt;
+  if ((int64_t(1) << lt) >= hin && (int64_t(1) << lt) >= win) return lt;
+  const auto covered = [&](int l) {
+    const int64_t t = int64_t(1) << l;
+    return (hin + t - 1) / t * ((win + t - 1) / t) * t * t;
+  };
+  for (int l = 4; l >= (levels > 3 ? levels : 3); --l)
+    if (covered(l) < covered(lt)) lt = l;
+  return lt;
+}
+
 inline WtconvTile pick_level_tile(bool backward, int64_t B, int64_t C, int64_t gh, int64_t gw, int k,
                                   bool direct = false) {
   WtconvTile t;
