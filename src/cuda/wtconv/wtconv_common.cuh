@@ -1393,10 +1393,16 @@ __device__ __forceinline__ float first_residual(const float* grid, const ItemPos
 // where one window per coefficient and subband (conv_window) loaded a weight and an input per
 // multiply-add in one dependent chain. Inputs as vectors where ew keeps every row at one phase: they
 // read up to 6 floats past a window, so kWindowSlack quiet floats follow the tiles. Each output's
-// terms in conv_window's order, bit for bit.
-template <int K>
+// terms in conv_window's order, bit for bit. `fixup(slot, y, x0, ncols, z)` may change a job's four
+// sums before they are stored (the forward base adds R_1 to LL; the level kernels store them as
+// they are).
+struct NoWindowFixup {
+  __device__ __forceinline__ void operator()(int, int, int, int, float (&)[4]) const {}
+};
+template <int K, typename Fixup = NoWindowFixup>
 __device__ __forceinline__ void level_subband_windows(const float* w, int fs, int wp, const float* src, int eh, int ew,
-                                                      int th, int tw, int np, int k, float* dst) {
+                                                      int th, int tw, int np, int k, float* dst,
+                                                      const Fixup& fixup = Fixup()) {
   const int quads = (tw + 3) / 4, per_tile = th * quads, plane = eh * ew;
   const int v = window_vector_width(k, ew, 4);
   for (int e = threadIdx.x; e < np * 4 * per_tile; e += blockDim.x) {
@@ -1406,6 +1412,7 @@ __device__ __forceinline__ void level_subband_windows(const float* w, int fs, in
     with_compiled_k<K>(k, [&](const int kw) {  // at a compile-time k where it can be
       conv_adjacent_windows_by<4>(v, w + (slot & 3) * fs, wp, src + slot * plane + y * ew + x0, ew, kw, ncols, z);
     });
+    fixup(slot, y, x0, ncols, z);
     float* out = dst + (slot * th + y) * tw + x0;
 #pragma unroll
     for (int u = 0; u < 4; ++u) {

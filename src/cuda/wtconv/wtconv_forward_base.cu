@@ -245,33 +245,20 @@ __global__ void __launch_bounds__(kBlockThreads, kBound ? kBound : fwd_base_bloc
         subband_conv_phase<K, 4, 1>(jobs, a.qcols, a.qstrips, qih, qiw, w1s, ys, qh * qw, qw, qh, zs, res0,
                                     res_pstride, a.B - pos.b0, qay, qax, a.h1, a.w1g);
     } else {
-      // Runtime k: four adjacent coefficients of a row of one subband per job
-      // (conv_adjacent_windows), the inputs as vectors where every row of Y_1 starts at one phase
-      // (kWindowSlack keeps the reads past the tile off the results). One subband per job, not
-      // four: a tile's rows of quads alone left most of the block waiting at the barrier below
-      // (docs/wtconv.md, perf note 85).
-      const int quads = (qiw + 3) / 4, per_sub = qih * quads;
-      const int vsub = window_vector_width(k, qw, 4);
-      for (int e = threadIdx.x; e < np * 4 * per_sub; e += blockDim.x) {
-        const int p = e / (4 * per_sub), t = e / per_sub % 4, rem = e % per_sub;
-        const int iy = rem / quads, ix0 = 4 * (rem % quads), ncols = min(4, qiw - ix0);
-        const int b = pos.b0 + p, qy = qay + iy;
-        const float* res = t == 0 && a.rin && b < a.B && qy < a.h1
-                               ? a.rin + (int64_t(b) * a.C + c) * a.h1 * a.w1g + int64_t(qy) * a.w1g
-                               : nullptr;
-        float* dst = zs + (p * 4 + t) * qih * qiw + iy * qiw + ix0;
-        const float* src = ys + (p * 4 + t) * qh * qw + iy * qw + ix0;
-        float z[4];  // the four columns
-        with_compiled_k<K>(k, [&](const int kw) {  // at a compile-time k where it can be
-          conv_adjacent_windows_by<4>(vsub, w1s + t * fs, wp, src, qw, kw, ncols, z);
-        });
+      // Runtime k: the level kernels' window passes (level_subband_windows: four adjacent
+      // coefficients of a row of one subband per job), + R_1 at LL before the store. One subband
+      // per job, not four: a tile's rows of quads alone left most of the block waiting at the
+      // barrier below (docs/wtconv.md, perf note 85).
+      level_subband_windows<K>(w1s, fs, wp, ys, qh, qw, qih, qiw, np, k, zs,
+                               [&](int slot, int iy, int ix0, int ncols, float(&z)[4]) {
+                                 const int b = pos.b0 + slot / 4, qy = qay + iy;
+                                 if ((slot & 3) != 0 || a.rin == nullptr || b >= a.B || qy >= a.h1) return;
+                                 const float* res = a.rin + (int64_t(b) * a.C + c) * a.h1 * a.w1g +
+                                                    int64_t(qy) * a.w1g + qax + ix0;
 #pragma unroll
-        for (int u = 0; u < 4; ++u) {
-          if (u >= ncols) break;
-          if (res != nullptr && qax + ix0 + u < a.w1g) z[u] += res[qax + ix0 + u];
-          dst[u] = z[u];
-        }
-      }
+                                 for (int u = 0; u < 4; ++u)
+                                   if (u < ncols && qax + ix0 + u < a.w1g) z[u] += res[u];
+                               });
     }
     __syncthreads();
     if constexpr (kFixed) {
