@@ -12,6 +12,9 @@
 // With WTCONV_SWEEP_FIT=1 the tiles are instead the start tile, the rule's and tiles sized to the
 // plane (multiples of 8 x 16 or 4 x 8 outputs, 4 x 8 or 2 x 4 coefficients; fitted_tiles).
 //
+// With WTCONV_SWEEP_GRID=1 only the backward runs, over every tile from the start tile down to 4 x 8
+// coefficients in steps of 2 x 4 (the landscape a backward tile rule is fitted to).
+//
 // Prints: shape dtype pass tile np ms vs_first kept max_rel_diff (vs_first: against the first
 // tile, the power-of-two start; kept: the share of the computed outputs or coefficients inside the
 // plane).
@@ -153,7 +156,7 @@ std::vector<std::pair<int, int>> fitted_tiles(int64_t gh, int64_t gw, int th0, i
   return out;
 }
 
-bool fit_mode = false;
+bool fit_mode = false, grid_mode = false;
 
 void sweep(const Shape& s, Precision prec, int iters) {
   WtconvProblem p = s.p;
@@ -197,13 +200,17 @@ void sweep(const Shape& s, Precision prec, int iters) {
   std::vector<double> y_ref, dx_ref, g_ref;
   const char* dt = prec == Precision::kFP32 ? "fp32" : "fp16";
   for (const bool backward : {false, true}) {
+    if (grid_mode && !backward) continue;
     // From the power-of-two tile the rule starts from (before its coverage step) down.
     const int th0 = backward ? pow2_at_least(rule.hl[1], 16) : pow2_at_least(rule.Ho, 32);
     const int tw0 = backward ? pow2_at_least(rule.wl[1], 32) : pow2_at_least(rule.Wo, 64);
     const WtconvTile& chosen = backward ? rule.bwd_base : rule.fwd_base;
     const int min_th = backward ? 4 : 8, min_tw = 8;
     std::vector<std::pair<int, int>> tiles;
-    if (!fit_mode) {
+    if (grid_mode) {
+      for (int th = th0; th >= min_th; th -= 2)
+        for (int tw = tw0; tw >= min_tw; tw -= 4) tiles.push_back({th, tw});
+    } else if (!fit_mode) {
       for (int th = th0; th >= min_th; th /= 2)
         for (int tw = tw0; tw >= min_tw; tw /= 2) tiles.push_back({th, tw});
     } else {
@@ -260,6 +267,7 @@ int main(int argc, char** argv) {
   const std::string dtypes = argc > 2 ? argv[2] : "fp32";
   const int iters = argc > 3 ? std::atoi(argv[3]) : 20;
   fit_mode = std::getenv("WTCONV_SWEEP_FIT") != nullptr;
+  grid_mode = std::getenv("WTCONV_SWEEP_GRID") != nullptr;
   std::printf("%-28s %s %s %-5s %-5s %8s %6s %5s %9s\n", "shape", "dtype", "pass", "tile", "", "ms", "vs_first",
               "kept", "max_diff");
   for (const Shape& s : read_shapes(argv[1])) {
