@@ -659,8 +659,9 @@ TEST(WtconvPlan, LargeFusedPlanesTakeTheFixedTiles) {
 // Base tiles that cover their grid poorly take the tile sized to the grid (fitted_tile_extent:
 // the same tile counts, extents rounded up to 8 x 8 outputs or 4 x 4 coefficients), where that
 // was measured to pay: the stride-1 forward and the compile-time-k backward, unfused, coverage
-// below kFitCoverage. The runtime-k backward keeps the halving (halve_poorly_covering_tile). The
-// benchmark shapes keep the power-of-two tiles.
+// below kFitCoverage; the runtime-k backward in rows of 2 coefficients, unless the sized width puts
+// its coefficient rows 32 floats apart (runtime_k_bwd_fit_width_ok). The benchmark shapes keep the
+// power-of-two tiles.
 TEST(WtconvPlan, PoorlyCoveredPlanesTakeFittedBaseTiles) {
   EXPECT_DOUBLE_EQ(tile_coverage(64, 128, 32, 64), 1.0);
   EXPECT_NEAR(tile_coverage(69, 73, 32, 64), 69.0 * 73 / (96 * 128), 1e-12);
@@ -714,9 +715,20 @@ TEST(WtconvPlan, PoorlyCoveredPlanesTakeFittedBaseTiles) {
   // 54 x 87 covers 57%: 32 x 48 outputs, 16 x 24 coefficients.
   const WtconvPlan mid = make_wtconv_plan(problem(16, 160, 54, 87, 5, 1, 1, Precision::kFP32));
   expect_tiles(mid, 32, 48, 16, 24);
-  // The runtime-k backward (k = 9) takes the halved tile where it did before; its forward is fitted.
+  // The runtime-k backward (k = 9): 35 x 37 coefficients in 16 x 32 tiles (42%) -> 12 x 20.
   const WtconvPlan k9 = make_wtconv_plan(problem(16, 64, 69, 73, 9, 2, 1, Precision::kFP32));
-  expect_tiles(k9, 24, 40, 8, 16);
+  expect_tiles(k9, 24, 40, 12, 20);
+  // k = 11, 50 x 38 coefficients (46%): 50 rows in 4 tiles, 14 in rows of 2 (16 in units of 4).
+  const WtconvPlan k11 = make_wtconv_plan(problem(8, 64, 100, 75, 11, 3, 1, Precision::kFP32));
+  EXPECT_EQ(k11.bwd_base.th, 14);
+  EXPECT_EQ(k11.bwd_base.tw, 20);
+  // v3's 72 x 21 grid (59%) would size to 16 x 24, whose rows lie 32 floats apart at k = 9: kept.
+  const WtconvPlan narrow = make_wtconv_plan(problem(16, 256, 143, 42, 9, 1, 1, Precision::kFP32));
+  EXPECT_EQ(narrow.bwd_base.th, 16);
+  EXPECT_EQ(narrow.bwd_base.tw, 32);
+  EXPECT_FALSE(runtime_k_bwd_fit_width_ok(24, 9));
+  EXPECT_TRUE(runtime_k_bwd_fit_width_ok(24, 11));
+  EXPECT_FALSE(runtime_k_bwd_fit_width_ok(20, 13));
   // A flat plane (1 x 70 outputs, 55% of two 1 x 64 tiles) keeps its one-row tiles, which sizing
   // would make 8 rows tall.
   const WtconvPlan flat = make_wtconv_plan(problem(4, 8, 1, 70, 5, 1, 1, Precision::kFP32));
@@ -741,22 +753,25 @@ TEST(WtconvPlan, PoorlyCoveredPlanesTakeFittedBaseTiles) {
     }
 }
 
-TEST(WtconvPlan, CascadeTilesCoverTheLeastArea) {
+TEST(WtconvPlan, CascadeTilesOfLeastCost) {
   // Planes that fit one tile keep the smallest tile covering them (the plane path).
   EXPECT_EQ(cascade_tile_log2(7, 7, 1), 3);
   EXPECT_EQ(cascade_tile_log2(28, 28, 3), 5);
   EXPECT_EQ(cascade_tile_log2(3, 30, 2), 5);
   EXPECT_EQ(cascade_tile_log2(2, 2, 4), 4);  // never below 2^levels
-  // Larger planes: the least covered area, the larger tile on a tie.
-  EXPECT_EQ(cascade_tile_log2(44, 66, 3), 3);   // 32: 6144, 16: 3840, 8: 3456
+  // Larger planes: the least tiles x (area + 13), the larger tile on a tie.
+  EXPECT_EQ(cascade_tile_log2(44, 66, 3), 4);   // 32: 6222, 16: 4035, 8: 4158
   EXPECT_EQ(cascade_tile_log2(44, 66, 4), 4);   // 8 is below 2^levels
-  EXPECT_EQ(cascade_tile_log2(56, 56, 4), 5);   // 32 and 16 both cover 4096
+  EXPECT_EQ(cascade_tile_log2(56, 56, 4), 5);   // 32: 4148, 16: 4304
+  EXPECT_EQ(cascade_tile_log2(161, 92, 3), 4);  // 32: 18666, 16: 17754, 8: 19404
+  EXPECT_EQ(cascade_tile_log2(86, 51, 3), 3);   // 32: 6222, 16: 6456, 8: 5929
+  EXPECT_EQ(cascade_tile_log2(156, 73, 3), 4);  // 32: 15555, 16: 13450, 8: 15400
   EXPECT_EQ(cascade_tile_log2(56, 56, 2), 3);   // 8 covers it exactly
   EXPECT_EQ(cascade_tile_log2(112, 112, 3), 4);
   EXPECT_EQ(cascade_tile_log2(256, 256, 3), 5);
   EXPECT_EQ(cascade_tile_log2(1000, 3, 1), 3);  // 125 x 1 tiles of 8
   EXPECT_EQ(cascade_tile_log2(40, 40, 5), 5);   // 2^levels = 32 leaves no choice
-  // Random planes: the tile is 2^levels..32, and no allowed side covers less.
+  // Random planes: the tile is 2^levels..32, and no allowed side costs less.
   std::mt19937 rng(7);
   for (int i = 0; i < 2000; ++i) {
     const int64_t h = 1 + int64_t(rng() % 600), w = 1 + int64_t(rng() % 600);
@@ -764,12 +779,12 @@ TEST(WtconvPlan, CascadeTilesCoverTheLeastArea) {
     const int lt = cascade_tile_log2(h, w, levels);
     ASSERT_GE(lt, levels);
     ASSERT_LE(lt, 5);
-    const auto covered = [&](int l) {
+    const auto cost = [&](int l) {
       const int64_t t = int64_t(1) << l;
-      return (h + t - 1) / t * ((w + t - 1) / t) * t * t;
+      return (h + t - 1) / t * ((w + t - 1) / t) * (t * t + kCascadeTileOverhead);
     };
     if (h <= 32 && w <= 32) continue;  // checked above: one tile per plane
-    for (int l = std::max(levels, 3); l <= 5; ++l) ASSERT_LE(covered(lt), covered(l)) << h << " x " << w << " L " << levels;
+    for (int l = std::max(levels, 3); l <= 5; ++l) ASSERT_LE(cost(lt), cost(l)) << h << " x " << w << " L " << levels;
   }
 }
 

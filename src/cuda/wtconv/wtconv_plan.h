@@ -511,21 +511,28 @@ inline void fit_tile(WtconvTile& t, int64_t B, int64_t want, Bytes bytes) {
   while (bytes() > kSmemBudget && (t.np > 1 || t.th * t.tw > 1)) shrink_tile(t);
 }
 
+// Per-tile cost of a cascade tile, in staged positions: its block's setup, row and level loops and
+// stores next to its area. Note 90 (docs/wtconv.md) fitted it to four measured planes (9.9 < a <
+// 17); note 94 measured it: the 161 x 92 plane at L = 3 (8 -> 16) trains 5% faster in fp32, and
+// the nine changed planes of a fresh random set 0.976-1.012 of before.
+constexpr int64_t kCascadeTileOverhead = 13;
+
 // log2 of the cascade's square tile: at least 2^levels (every level of a tile stays aligned), at
 // most 32. A plane that fits one tile takes the smallest that covers it (one tile per plane: the
-// plane path where its rows are not read as quads). A larger plane takes the side, 8 to 32, whose
-// tiles cover the least area, the larger on a tie: 32 x 32 tiles of a 44 x 66 plane staged and
-// halved 2.1x its pixels (8 x 8: 1.19x), all of it index math and predicated-off loads.
+// plane path where its rows are not read as quads). A larger plane takes the side, 8 to 32, of
+// least cost, tiles x (area + kCascadeTileOverhead), the larger on a tie: 32 x 32 tiles of a 44 x 66
+// plane staged and halved 2.1x its pixels, all of it index math and predicated-off loads, while
+// 8 x 8 tiles of a 161 x 92 plane saved 12.5% of the area and ran 6% slower than 32 x 32.
 inline int cascade_tile_log2(int64_t hin, int64_t win, int levels) {
   int lt = levels;
   while (lt < 5 && ((int64_t(1) << lt) < hin || (int64_t(1) << lt) < win)) ++lt;
   if ((int64_t(1) << lt) >= hin && (int64_t(1) << lt) >= win) return lt;
-  const auto covered = [&](int l) {
+  const auto cost = [&](int l) {
     const int64_t t = int64_t(1) << l;
-    return (hin + t - 1) / t * ((win + t - 1) / t) * t * t;
+    return (hin + t - 1) / t * ((win + t - 1) / t) * (t * t + kCascadeTileOverhead);
   };
   for (int l = 4; l >= (levels > 3 ? levels : 3); --l)
-    if (covered(l) < covered(lt)) lt = l;
+    if (cost(l) < cost(lt)) lt = l;
   return lt;
 }
 
@@ -614,18 +621,6 @@ inline int bwd_level_partial_splits(const WtconvPlan& plan, int l) {
 inline double tile_coverage(int64_t gh, int64_t gw, int th, int tw) {
   return double(gh) * double(gw) / (double(ceil_div(gh, th) * th) * double(ceil_div(gw, tw) * tw));
 }
-// Whether a base tile covers its grid so poorly (a grid just past a multiple of the tile: 69 x 73
-// outputs in 32 x 64 tiles keep 41% of what they compute) that the tile halved on both sides runs
-// faster. Measured on the H200 (perf note 64): at 41% coverage, halved tiles 13-15% faster forward
-// and 10-14% backward; at 51-57% coverage mostly slower (up to 1.36x, fewer and shorter items on
-// small problems), so the bar is well below that. Only the runtime-k backward halves now; the other
-// base tiles are sized to the grid instead (fit_poorly_covering_tile, note 78).
-constexpr double kPoorCoverage = 0.45, kHalvedCoverage = 0.6;
-inline bool halve_poorly_covering_tile(const WtconvTile& t, int64_t gh, int64_t gw) {
-  return t.th >= 16 && t.tw >= 16 && tile_coverage(gh, gw, t.th, t.tw) < kPoorCoverage &&
-         tile_coverage(gh, gw, t.th / 2, t.tw / 2) >= kHalvedCoverage;
-}
-
 // A base tile sized to the grid it covers poorly (under kFitCoverage of its computed outputs or
 // coefficients inside the gh x gw grid: a grid just past a multiple of the power-of-two tile): the
 // same number of tiles along each axis, each the grid's extent over that count rounded up to whole
@@ -634,9 +629,9 @@ inline bool halve_poorly_covering_tile(const WtconvTile& t, int64_t gh, int64_t 
 // note 78) on eight random planes of 41-61% coverage, k = 3 to 9: forward 0.85-0.97 and backward
 // 0.86-0.93 of the rule's time before. Finer units lost: forward tiles of 28 rows ran 9-10% slower
 // than 32. Tiles with one more item along an axis lost too. The runtime-k backward (k = 1, 9..15)
-// ran 1.15x slower with the sized tile, and keeps the halving below.
+// takes its own rows unit and skips some widths (runtime_k_bwd_fit_width_ok).
 constexpr double kFitCoverage = 0.65;
-constexpr int kFwdFitUnit = 8, kBwdFitUnit = 4;
+constexpr int kFwdFitUnit = 8, kBwdFitUnit = 4, kRuntimeKBwdFitRows = 2;
 // The extent of each of `tiles` tiles over `extent`, rounded up to whole units.
 inline int extent_per_tile(int64_t extent, int64_t tiles, int unit) {
   return int(ceil_div(ceil_div(extent, tiles), unit) * unit);
@@ -649,6 +644,14 @@ inline int fitted_tile_extent(int64_t extent, int tile, int unit) {
 inline bool fit_poorly_covering_tile(const WtconvTile& t, int64_t gh, int64_t gw, int unit) {
   return t.th >= unit && t.tw >= unit && tile_coverage(gh, gw, t.th, t.tw) < kFitCoverage;
 }
+// Whether the runtime-k backward takes a sized tile of `tw` coefficient columns: not where its
+// coefficient planes' rows (tw + 2r floats, unpadded in shared memory) lie a multiple of 32 floats
+// apart, which puts a column of them in one bank. Measured on the H200 (every tile of 2 x 4
+// coefficient steps, 37 runtime-k planes; docs/wtconv.md, note 92): at k = 9, 24 columns (rows 32
+// floats apart) ran 1.07-1.13x the rule's tile where 20 or 28 ran 0.87-0.99x, and at k = 13, 20
+// columns 1.25-1.60x. Sized tiles otherwise ran 0.82-1.00x the rule's (its tile halved before).
+// Timed as the rule (note 94): the three planes it changes of 27 ran 0.90-0.98x the training step.
+inline bool runtime_k_bwd_fit_width_ok(int tw, int k) { return (tw + 2 * (k / 2)) % 32 != 0; }
 
 // Base tiles a caller asks for instead of the rule's (0: the rule's), for tile sweeps
 // (dev/cuda/wtconv_tile_sweep.cu); the API never sets them.
@@ -692,11 +695,10 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p, const WtconvTileHint&
   set_fwd_base(hint.fwd_th, hint.fwd_tw);
   set_bwd_base(hint.bwd_th, hint.bwd_tw);
   // A plane the rule's tile covers poorly takes the tile sized to it (fitted_tile_extent): the
-  // stride-1 forward and the compile-time-k backward, staged with or without TMA. A fused kernel
-  // keeps its tile (fixed-tile instances; halved, the fused forward ran 1.3-1.5x slower, note 65),
-  // so a change that would make one fused is taken back. The runtime-k backward takes the tile
-  // halved on both sides instead where that keeps enough of it (halve_poorly_covering_tile, without
-  // TMA: the cases notes 64 and 65 measured).
+  // stride-1 forward and the backward, staged with or without TMA. A fused kernel keeps its tile
+  // (fixed-tile instances; halved, the fused forward ran 1.3-1.5x slower, note 65), so a change
+  // that would make one fused is taken back. The runtime-k backward sizes its rows in units of 2
+  // and keeps the rule's tile where the sized width would conflict (runtime_k_bwd_fit_width_ok).
   if (hint.fwd_th == 0 && hint.fwd_tw == 0 && plan.stride == 1 && plan.fwd_fused_smem == 0 &&
       fit_poorly_covering_tile(plan.fwd_base, plan.Ho, plan.Wo, kFwdFitUnit)) {
     const WtconvPlan before = plan;
@@ -706,11 +708,13 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p, const WtconvTileHint&
   }
   if (hint.bwd_th == 0 && hint.bwd_tw == 0 && plan.bwd_fused_smem == 0) {
     const WtconvPlan before = plan;
-    if (specialised_kernel_size(plan.k) && fit_poorly_covering_tile(plan.bwd_base, plan.hl[1], plan.wl[1], kBwdFitUnit))
-      set_bwd_base(fitted_tile_extent(plan.hl[1], plan.bwd_base.th, kBwdFitUnit),
-                   fitted_tile_extent(plan.wl[1], plan.bwd_base.tw, kBwdFitUnit));
-    else if (plan.bwd_base_tma_smem == 0 && halve_poorly_covering_tile(plan.bwd_base, plan.hl[1], plan.wl[1]))
-      set_bwd_base(plan.bwd_base.th / 2, plan.bwd_base.tw / 2);
+    if (fit_poorly_covering_tile(plan.bwd_base, plan.hl[1], plan.wl[1], kBwdFitUnit)) {
+      const bool runtime_k = !specialised_kernel_size(plan.k);
+      const int tw = fitted_tile_extent(plan.wl[1], plan.bwd_base.tw, kBwdFitUnit);
+      if (!runtime_k || runtime_k_bwd_fit_width_ok(tw, plan.k))
+        set_bwd_base(fitted_tile_extent(plan.hl[1], plan.bwd_base.th, runtime_k ? kRuntimeKBwdFitRows : kBwdFitUnit),
+                     tw);
+    }
     if (plan.bwd_fused_smem > 0) plan = before;
   }
   plan.fwd_level2_direct = level2_reads_activations(plan.L, false);
