@@ -286,7 +286,9 @@ TEST(WtconvGpu, FusedFixedTiles) {
 // Planes that the power-of-two base tiles cover poorly take tiles sized to them (plan.h:
 // fitted_tile_extent; docs/wtconv.md, perf note 78): 24 x 40 outputs and 12 x 20 coefficients on
 // 69 x 73 planes, tiles of 20 to 48 columns elsewhere, on planes that end inside a tile, every
-// precision and k = 3, 5 and 7 against the oracle; the runtime-k backward (k = 9) the halved tile.
+// precision and k = 3, 5 and 7 against the oracle; the runtime-k backward (k = 9, 11) in rows of 2
+// coefficients (14 and 6 rows), or the power-of-two tile where the sized width would put its rows
+// 32 floats apart (perf notes 92 and 94).
 // Widths 1, 2 and 3 past a multiple of 4 stage their quads with element loads, the last quad of a
 // row partly outside the plane.
 TEST(WtconvGpu, FittedTilesOnPoorlyCoveredPlanes) {
@@ -298,7 +300,9 @@ TEST(WtconvGpu, FittedTilesOnPoorlyCoveredPlanes) {
       {99, 66, 3, 3, Precision::kFP16, 32, 40, 16, 20},  {40, 130, 7, 1, Precision::kBF16, 24, 48, 12, 24},
       {69, 74, 3, 2, Precision::kFP16, 24, 40, 12, 20},  {69, 75, 5, 2, Precision::kFP32, 24, 40, 12, 20},
       {69, 76, 3, 2, Precision::kFP32, 24, 40, 12, 20},  // forward staged by TMA
-      {69, 73, 9, 2, Precision::kFP32, 24, 40, 8, 16}};  // runtime k: backward halved
+      {69, 73, 9, 2, Precision::kFP32, 24, 40, 12, 20},  {100, 75, 11, 3, Precision::kFP16, 32, 40, 14, 20},
+      {11, 195, 9, 5, Precision::kBF16, 16, 56, 6, 28},  // runtime k: backward sized in rows of 2
+      {143, 42, 9, 1, Precision::kFP32, 32, 48, 16, 32}};  // runtime k: 16 x 24 would conflict, kept
   int seed = 560;
   for (const Case& c : cases) {
     WtconvProblem p;
