@@ -342,20 +342,22 @@ TEST(WtconvGpu, QuadStagedThreeByThreeForwardAtBothBounds) {
   }
 }
 
-// The runtime-k backward base has two instances that differ only in their launch bound: 2 blocks
-// per SM (128 registers) for k = 1, 9, 11 and 13, 3 (80 registers) for k = 15. Each on a plane of
-// several tiles and on a one-tile plane (the kPlane instances), against the oracle.
-TEST(WtconvGpu, RuntimeKBackwardAtBothBounds) {
+// The runtime-k backward base at every runtime size: 2 blocks per SM and paired dx jobs (two
+// level-1 coefficients each), k = 13 and 15 on their 16 x 32 tiles too (perf note 97). Each on a
+// plane of several tiles with an odd width (a pair's second coefficient past the plane at the
+// right edge) and on a one-tile plane (the kPlane instances), against the oracle.
+TEST(WtconvGpu, RuntimeKBackwardPairedDxJobs) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
-  struct Case { int H, W, k, L; Precision prec; int blocks; };
-  const Case cases[] = {{45, 71, 1, 2, Precision::kFP32, 2},  {45, 71, 9, 2, Precision::kFP16, 2},
-                        {37, 29, 11, 1, Precision::kBF16, 2}, {45, 71, 13, 2, Precision::kFP32, 2},
-                        {45, 71, 15, 2, Precision::kFP32, 3}, {11, 13, 15, 1, Precision::kFP16, 3},
-                        {11, 13, 9, 1, Precision::kFP32, 2}};
+  struct Case { int H, W, k, L; Precision prec; };
+  const Case cases[] = {{45, 71, 1, 2, Precision::kFP32},  {45, 71, 9, 2, Precision::kFP16},
+                        {37, 29, 11, 1, Precision::kBF16}, {45, 71, 13, 2, Precision::kFP32},
+                        {45, 71, 15, 2, Precision::kFP32}, {11, 13, 15, 1, Precision::kFP16},
+                        {11, 13, 9, 1, Precision::kFP32},  {70, 99, 15, 3, Precision::kBF16},
+                        {41, 67, 13, 1, Precision::kFP16}};
   int seed = 620;
   for (const Case& c : cases) {
     SCOPED_TRACE(::testing::Message() << c.H << "x" << c.W << " k" << c.k << " L" << c.L << " prec " << int(c.prec));
-    EXPECT_EQ(wtconv_detail::bwd_base_runtime_k_register_blocks(c.k), c.blocks);
+    EXPECT_EQ(wtconv_detail::bwd_base_blocks_per_sm(c.k), 2);
     run_case(2, 3, c.H, c.W, c.k, c.L, 1, c.prec, seed % 2 == 0, seed);
     ++seed;
   }
@@ -452,7 +454,7 @@ TEST(WtconvGpu, ManyPlanesPerBlockAndSplits) {
   run_case(2, 2, 130, 70, 3, 8, 1, Precision::kFP32, false, 4);
   run_case(2, 2, 50, 45, 15, 3, 2, Precision::kFP32, true, 5);
   // Runtime-k planes over several tiles at stride 1: the vector-read windows of the base kernels
-  // (k = 11: paired dx jobs; k = 13: one coefficient per dx job) at every tile edge.
+  // (paired dx jobs at k = 11 and 13) at every tile edge.
   run_case(2, 3, 70, 90, 11, 2, 1, Precision::kFP32, true, 6);
   run_case(1, 2, 40, 75, 13, 2, 1, Precision::kFP32, false, 7);
 }

@@ -37,11 +37,9 @@ struct QuadPair {
 // kFixed (with kFuse2): the tile kFusedBwdTileH x kFusedBwdTileW coefficients, one plane per
 // item, at compile time (bwd_fused_fixed_tile): extents, pitches, row lengths and job divisors
 // become constants, as in the forward.
-// kBound (runtime-k instances only): the launch bound, bwd_base_runtime_k_register_blocks.
-template <typename T, int K, bool kTma, bool kFuse2, bool kFixed, bool kPlane = false, int kBound = 0>
-__global__ void __launch_bounds__(kBlockThreads, kBound ? kBound : bwd_base_blocks_per_sm(K))
+template <typename T, int K, bool kTma, bool kFuse2, bool kFixed, bool kPlane = false>
+__global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
     backward_base_kernel(const __grid_constant__ BwdBaseArgs<T> a) {
-  static_assert(kBound == 0 || (K == 0 && !kTma), "only the runtime-k instances take their own bound");
   static_assert(!kFuse2 || (kTma && K > 0), "the fused backward stages with TMA");
   static_assert(!kFixed || kFuse2, "the fixed tile is a fused instance");
   // kFixed strips are all full (conv_quad_strip, conv_pair_strip's kFull): the level-1 and pixel
@@ -437,12 +435,13 @@ __global__ void __launch_bounds__(kBlockThreads, kBound ? kBound : bwd_base_bloc
         // totals in shared memory, 8 rows fit but gained nothing (docs/wtconv.md, perf note 15).
         dx_conv(std::integral_constant<int, kStripRows>{});
       }
-    } else if (K == 0 && k <= 11) {
-      // dx, runtime k <= 11: two adjacent level-1 coefficients (a 2 x 4 pixel block) per job, the
+    } else {
+      // dx, runtime k: two adjacent level-1 coefficients (a 2 x 4 pixel block) per job, the
       // subband convolutions two outputs at a time and the pixel ones four (conv_adjacent_windows);
-      // the same sums as one coefficient per thread below. Four coefficients per job left half
-      // the threads of a 16 x 32 tile idle; at k = 13 and 15 the paired windows' inputs spill and
-      // one coefficient per thread is faster (docs/wtconv.md, perf note 45).
+      // each output's sums in conv_window's order. Four coefficients per job left half the threads
+      // of a 16 x 32 tile idle (docs/wtconv.md, perf note 45). k = 13 and 15 ran one coefficient
+      // per thread until note 97: conv_window's two shared loads per multiply-add (the weight and
+      // the input) were 70% of that kernel's shared loads at k = 15.
       const int pairs = (tw + 1) / 2;
       for (int e = threadIdx.x; e < np * th * pairs; e += blockDim.x) {
         const int p = e / (th * pairs), rem = e % (th * pairs), ty = rem / pairs, tx0 = 2 * (rem % pairs);
@@ -485,37 +484,6 @@ __global__ void __launch_bounds__(kBlockThreads, kBound ? kBound : bwd_base_bloc
             for (int dx = 0; dx < 2; ++dx)
               if (2 * u + dx < npix) dst[2 * u + dx] = from_float<T>(base[2 * u + dx] + 0.5f * synth_child(du, dy, dx));
           }
-        }
-      }
-    } else {
-      // dx, runtime k >= 13: one level-1 coefficient, i.e. a 2x2 pixel block, per thread.
-      for (int e = threadIdx.x; e < np * th * tw; e += blockDim.x) {
-        const int p = e / (th * tw), ty = (e / tw) % th, tx = e % tw;
-        const int b = pos.b0 + p, qy = pos.y0 + ty, qx = pos.x0 + tx;
-        if (b >= a.B || qy >= a.h1 || qx >= a.w1g) continue;
-        float d[4];
-        with_compiled_k<K>(k, [&](const int kw) {  // at a compile-time k where it can be
-#pragma unroll
-          for (int t = 0; t < 4; ++t)
-            d[t] = conv_window<0>(w1f + t * fs, gs + (p * 4 + t) * plane + ty * ew + tx, ew, kw, wp);
-        });
-        const int64_t pl = int64_t(b) * a.C + c;
-        if (a.dxin) d[0] += to_float(a.dxin[pl * a.h1 * a.w1g + int64_t(qy) * a.w1g + qx]);
-        const int npix = min(2, a.W - 2 * qx);  // pixels of a row inside the plane
-#pragma unroll
-        for (int dy = 0; dy < 2; ++dy) {
-          const int y = 2 * qy + dy;
-          if (y >= a.H) break;
-          float base[2];  // the row's two pixels in one pass over their windows
-          with_compiled_k<K>(k, [&](const int kw) {
-            conv_adjacent_windows_by<2>(window_vector_width(kw, pw, 2), w0f, wp,
-                                        ds + p * pplane + (2 * ty + dy + r) * pw + (2 * tx + r), pw, kw, npix, base);
-          });
-#pragma unroll
-          for (int dx = 0; dx < 2; ++dx)
-            if (dx < npix)
-              a.dx[pl * a.H * a.W + int64_t(y) * a.W + 2 * qx + dx] =
-                  from_float<T>(base[dx] + 0.5f * synth_child(d, dy, dx));
         }
       }
     }
@@ -646,18 +614,10 @@ cudaError_t launch_backward_base(const BwdBaseArgs<T>& args, size_t smem, cudaSt
       if (a.tma) return launch_with_smem(backward_base_kernel<T, K, true, false, false>, blocks, launch_smem, stream, a);
     }
     if (a.fuse2) return cudaErrorNotSupported;  // the plan fuses only sizes with that instance (bwd_fused_smem)
-    // The plane-tile or tiled instance at a register bound of kBound blocks per SM (0: the kernel's
-    // own); the runtime-k instances take 2 (128 registers) for the sizes that run faster there.
-    const auto launch_unfused = [&](auto bound) {
-      constexpr int kBound = decltype(bound)::value;
-      if (a.plane_tile)
-        return launch_with_smem(backward_base_kernel<T, K, false, false, false, true, kBound>, blocks, smem, stream, a);
-      return launch_with_smem(backward_base_kernel<T, K, false, false, false, false, kBound>, blocks, smem, stream, a);
-    };
-    if constexpr (K == 0) {
-      if (bwd_base_runtime_k_register_blocks(a.k) == 2) return launch_unfused(std::integral_constant<int, 2>{});
-    }
-    return launch_unfused(std::integral_constant<int, 0>{});
+    // The plane-tile or tiled instance.
+    if (a.plane_tile)
+      return launch_with_smem(backward_base_kernel<T, K, false, false, false, true>, blocks, smem, stream, a);
+    return launch_with_smem(backward_base_kernel<T, K, false, false, false, false>, blocks, smem, stream, a);
   });
 }
 

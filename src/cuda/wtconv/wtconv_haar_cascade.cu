@@ -12,6 +12,7 @@ struct CascadeGeom {
   int64_t planes;
   int hin, win, levels, lt, np;   // T = 1 << lt
   bool vec4;                      // 4-element loads (see launch_haar_cascade)
+  bool vec2;                      // else 2-element loads of level 1's blocks: even widths
   bool plane_path;                // the kPlane path (haar_cascade_planes)
   FastDivmod per_group, tiles_x;  // block -> (plane group, tile row, tile column)
   // kPlane (one tile per plane): the np planes of a block are contiguous in `in` and
@@ -101,6 +102,7 @@ __device__ __forceinline__ void haar_cascade_block(const Tin* __restrict__ in, c
     return;
   }
 
+  int ls = lt, oy = y0, ox = x0, j0 = 0;  // side = 1 << ls; levels j0.. from the tile in buf0
   if (g.vec4) {
     const int lq = lt - 2;  // T / 4 quads per tile row
     stage_tile<2>(
@@ -123,20 +125,54 @@ __device__ __forceinline__ void haar_cascade_block(const Tin* __restrict__ in, c
         },
         [&](int e, float4 v) { reinterpret_cast<float4*>(buf0)[e] = v; });
   } else {
-    stage_tile<4>(
-        g.np * TT,
+    // Rows that are not whole quads: level 1 straight from global memory, each coefficient's
+    // 2 x 2 pixel block (zeros past the plane) loaded by its thread, as the kPlane path does (note
+    // 50), instead of staging the pixel tile element by element and halving it after a barrier:
+    // one shared-memory pass and one barrier fewer, and pair loads where the width is even (a
+    // tile's columns start even, so a pair lies inside the plane or outside it). The same four
+    // values go to the same haar_ll, so the same bits. Training steps 0.88-0.97 on odd and even
+    // widths, where 2-element staging alone gave 0.94-0.99 on even ones (docs/wtconv.md, note 96).
+    const int ln = lt - 1, ns = 1 << ln;
+    stage_tile<2>(
+        g.np << (2 * ln),
         [&](int e) {
-          const int p = e >> (2 * lt), y = y0 + ((e >> lt) & (T - 1)), x = x0 + (e & (T - 1));
+          const int p = e >> (2 * ln), y = y0 + 2 * ((e >> ln) & (ns - 1)), x = x0 + 2 * (e & (ns - 1));
           const int64_t plane = plane0 + p;
-          float v = 0.f;
-          if (plane < g.planes && y < g.hin && x < g.win)
-            v = to_float(in[plane * g.hin * g.win + int64_t(y) * g.win + x]);
+          float4 v = make_float4(0.f, 0.f, 0.f, 0.f);  // the block's a, b (top row), c, d
+          if (plane < g.planes && y < g.hin && x < g.win) {
+            const Tin* s = in + plane * g.hin * g.win + int64_t(y) * g.win + x;
+            const bool down = y + 1 < g.hin;
+            if (g.vec2) {
+              const float2 u = load2(s);
+              v.x = u.x; v.y = u.y;
+              if (down) {
+                const float2 w = load2(s + g.win);
+                v.z = w.x; v.w = w.y;
+              }
+            } else {
+              const bool right = x + 1 < g.win;
+              v.x = to_float(s[0]);
+              if (right) v.y = to_float(s[1]);
+              if (down) v.z = to_float(s[g.win]);
+              if (right && down) v.w = to_float(s[g.win + 1]);
+            }
+          }
           return v;
         },
-        [&](int e, float v) { buf0[e] = v; });
+        [&](int e, float4 v) {
+          const float ll = haar_ll(v.x, v.y, v.z, v.w);
+          buf0[e] = ll;
+          const int64_t plane = plane0 + (e >> (2 * ln));
+          const int y = (y0 >> 1) + ((e >> ln) & (ns - 1)), x = (x0 >> 1) + (e & (ns - 1));
+          if (g.first != nullptr && plane < g.planes && y < g.hout[0] && x < g.wout[0])
+            g.first[plane * g.hout[0] * g.wout[0] + int64_t(y) * g.wout[0] + x] = from_float<Tfirst>(ll);
+        });
+    ls = lt - 1;
+    oy = y0 >> 1;
+    ox = x0 >> 1;
+    j0 = 1;
   }
-  int ls = lt, oy = y0, ox = x0;  // side = 1 << ls
-  for (int j = 0; j < g.levels; ++j) {
+  for (int j = j0; j < g.levels; ++j) {
     __syncthreads();
     const int side = 1 << ls, ln = ls - 1, ns = 1 << ln;
     oy >>= 1; ox >>= 1;
@@ -199,6 +235,7 @@ CascadeGeom<Tfirst> cascade_geom(const Tin* in, int64_t planes, int64_t hin, int
   // Rows of 4 whole, 4-aligned elements: tiles of at least 4 columns, a row pitch and a base
   // pointer that keep every quad aligned.
   g.vec4 = lt >= 2 && win % 4 == 0 && reinterpret_cast<uintptr_t>(in) % (4 * sizeof(Tin)) == 0;
+  g.vec2 = !g.vec4 && win % 2 == 0 && reinterpret_cast<uintptr_t>(in) % (2 * sizeof(Tin)) == 0;
   g.per_group = FastDivmod(uint32_t(tiles_y) * uint32_t(tiles_x));
   g.tiles_x = FastDivmod(uint32_t(tiles_x));
   for (int j = 0; j < 5; ++j) {

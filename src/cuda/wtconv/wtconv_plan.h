@@ -123,15 +123,14 @@ WTCONV_HOST_DEVICE constexpr int corr_parts_per_warp(int k) { return 32 / k; }
 // Launch bound of the backward base kernel, and the blocks per SM its tiles are fitted to. 4 blocks
 // per SM (64 registers) for k = 3: a 3 x 3 training step ran 2.6% (fp32) and 4.8% (fp16) faster.
 // k = 5 at 64 registers spills ~130 bytes (fp32 steps 2-3% slower, fp16 1-2% faster); k = 7
-// spilled 300-530 bytes there (docs/wtconv.md, perf note 24). The runtime-k instance's registers
-// take their own bound, below.
-WTCONV_HOST_DEVICE constexpr int bwd_base_blocks_per_sm(int k) { return k == 3 ? 4 : 3; }
-// Launch bound of the runtime-k backward base (k = 1, 9..15: one kernel holds the correlation rings
-// of every size). At 3 blocks (80 registers) it spilled 2.5 KB, and at k = 9 its local-memory
-// traffic was 3x its global loads; at 2 blocks (128 registers) 184 bytes, and the backward ran 3-7%
-// faster at k = 1, 9, 11 and 13, but 3% slower at k = 15, which keeps 3 (docs/wtconv.md, note 82).
-// The tiles stay fitted to bwd_base_blocks_per_sm's shared memory either way (the measured plans).
-WTCONV_HOST_DEVICE constexpr int bwd_base_runtime_k_register_blocks(int k) { return k == 15 ? 3 : 2; }
+// spilled 300-530 bytes there (docs/wtconv.md, perf note 24). 2 (128 registers) for the runtime-k
+// instance (k = 1, 9..15: one kernel holds the correlation rings of every size): at 3 (80
+// registers) it spilled 2.4 KB, and at k = 9 its local-memory traffic was 3x its global loads
+// (note 82). Its tiles are fitted to 2 as well: at k = 13 and 15 a 16 x 32 tile then fits where
+// three blocks' shared memory held 16 x 16, whose paired dx jobs left half the block idle (note 97).
+WTCONV_HOST_DEVICE constexpr int bwd_base_blocks_per_sm(int k) {
+  return k == 3 ? 4 : k == 5 || k == 7 ? 3 : 2;
+}
 // Launch bound of the forward base kernel: 4 blocks (64 registers, no spill) for k = 3 and 5; 2 for
 // k = 7, which spills at 3 (docs/wtconv.md, perf note 17); 3 (80 registers) for the runtime-k
 // instance, whose vector-read windows spill at 64 (perf note 53).
@@ -575,9 +574,8 @@ inline WtconvTile pick_bwd_base_tile(int64_t B, int64_t C, int64_t h1, int64_t w
   const auto bytes = [&](int pitch) { return bwd_base_smem_floats(k, t.th, t.tw, t.np, pitch) * 4; };
   const auto plain = [&] { return 2 * (t.tw + 2 * (k / 2)); };
   fit_tile(t, B, kBlockThreads / (t.th * t.tw), [&] { return bytes(plain()); });
-  // The runtime-k instance takes the largest tile that keeps its launch bound's resident blocks: at
-  // k = 13 and 15 a 16 x 32 tile fits the budget with two, and 16 x 16 with three ran faster
-  // (docs/wtconv.md, perf note 46).
+  // The runtime-k instance takes the largest tile that keeps its launch bound's resident blocks
+  // (docs/wtconv.md, perf notes 46 and 97).
   const int bound = bwd_base_blocks_per_sm(k);
   if (!specialised_kernel_size(k))
     while (resident_blocks(bytes(plain()), bound) < size_t(bound) && (t.np > 1 || t.th * t.tw > 1)) shrink_tile(t);
