@@ -270,8 +270,10 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
             [&](int e, const auto& v) {
               const Pos3 q = split3(e, a.quads.plane, a.quads.row);
               const int col0 = 4 * q.x - off;
-              store_quad_rows(v.x, xs + q.p * pplane, pw, 2 * q.y, col0, 2 * ew, ys + q.p * 4 * plane, plane, ew);
-              store_quad_rows(v.d, ds + q.p * pplane, pw, 2 * q.y, col0, 2 * ew, gs + q.p * 4 * plane, plane, ew);
+              store_quad_rows<K == 0>(v.x, xs + q.p * pplane, pw, 2 * q.y, col0, 2 * ew, ys + q.p * 4 * plane,
+                                      plane, ew);
+              store_quad_rows<K == 0>(v.d, ds + q.p * pplane, pw, 2 * q.y, col0, 2 * ew, gs + q.p * 4 * plane,
+                                      plane, ew);
             });
       };
       if (a.vec4) stage_quads(std::true_type{});

@@ -816,6 +816,35 @@ __device__ __forceinline__ void zero_floats(float* p, int n) {
   }
 }
 
+// Four (two) floats into shared memory at p, 16-byte (8-byte) aligned, as one vector store. Written
+// in PTX because in the runtime-k base kernels the compiler split the C++ float4 and float2 stores
+// of their staging into scalar stores (none of their staging stores was a vector, against 4-8
+// 16-byte stores in each k = 3, 5, 7 instance): a warp's quads sit 4 floats apart, so every
+// scalar store met a 4-way bank conflict (docs/wtconv.md, perf note 99).
+__device__ __forceinline__ void store_shared4(float* p, float a, float b, float c, float d) {
+  asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(uint32_t(__cvta_generic_to_shared(p))), "f"(a),
+               "f"(b), "f"(c), "f"(d)
+               : "memory");
+}
+__device__ __forceinline__ void store_shared4(float* p, float4 v) { store_shared4(p, v.x, v.y, v.z, v.w); }
+__device__ __forceinline__ void store_shared2(float* p, float a, float b) {
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(uint32_t(__cvta_generic_to_shared(p))), "f"(a), "f"(b)
+               : "memory");
+}
+// kPtx: store_shared4 / store_shared2; else C++ vector stores, which the compiler keeps whole in
+// the k = 3, 5, 7 instances (their machine code as measured: with the PTX stores their training
+// steps ran 0.3-0.6% slower, note 99).
+template <bool kPtx>
+__device__ __forceinline__ void store_tile4(float* p, float4 v) {
+  if constexpr (kPtx) store_shared4(p, v);
+  else *reinterpret_cast<float4*>(p) = v;
+}
+template <bool kPtx>
+__device__ __forceinline__ void store_tile2(float* p, float a, float b) {
+  if constexpr (kPtx) store_shared2(p, a, b);
+  else *reinterpret_cast<float2*>(p) = make_float2(a, b);
+}
+
 // Four consecutive activations as floats, one 16-byte (fp32) or 8-byte (fp16/bf16) load.
 __device__ __forceinline__ float4 load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
 // Four 16-bit values (their raw 8 bytes) as floats.
@@ -898,8 +927,9 @@ __device__ __forceinline__ float4 quad_row_floats(Row row) {
 // Stores the block at tile columns col0..col0+3 (col0 even; columns outside [0, ncols) dropped) of
 // tile rows row, row + 1 (pitch `pitch`), and its two Haar blocks at subband row row / 2,
 // columns col0 / 2 + {0, 1}, into the four subband planes of `sub` (plane stride `sub_plane`,
-// pitch `sub_pitch` = ncols / 2).
-template <typename T>
+// pitch `sub_pitch` = ncols / 2). kPtx: the vector stores written in PTX (store_tile4; the
+// runtime-k instances).
+template <bool kPtx, typename T>
 __device__ __forceinline__ void store_quad_rows(const QuadRows<T>& q, float* tile, int pitch, int row, int col0,
                                                 int ncols, float* sub, int sub_plane, int sub_pitch) {
   const float4 r0 = quad_row_floats<T>(q.r0), r1 = quad_row_floats<T>(q.r1);
@@ -913,8 +943,8 @@ __device__ __forceinline__ void store_quad_rows(const QuadRows<T>& q, float* til
   // the base kernels 2-4% (docs/wtconv.md, note 18).
   float* t0 = tile + row * pitch + col0;
   if (inside && ((reinterpret_cast<uintptr_t>(t0) | (uintptr_t(pitch) * sizeof(float))) & 15) == 0) {
-    *reinterpret_cast<float4*>(t0) = r0;
-    *reinterpret_cast<float4*>(t0 + pitch) = r1;
+    store_tile4<kPtx>(t0, r0);
+    store_tile4<kPtx>(t0 + pitch, r1);
   } else {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
@@ -931,7 +961,7 @@ __device__ __forceinline__ void store_quad_rows(const QuadRows<T>& q, float* til
   float* d0 = sub + (row >> 1) * sub_pitch + (col0 >> 1);
   if (inside && ((reinterpret_cast<uintptr_t>(d0) | (uintptr_t(sub_plane) * sizeof(float))) & 7) == 0) {
 #pragma unroll
-    for (int t = 0; t < 4; ++t) *reinterpret_cast<float2*>(d0 + t * sub_plane) = make_float2(z[0][t], z[1][t]);
+    for (int t = 0; t < 4; ++t) store_tile2<kPtx>(d0 + t * sub_plane, z[0][t], z[1][t]);
   } else {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -1414,10 +1444,14 @@ __device__ __forceinline__ void level_subband_windows(const float* w, int fs, in
     });
     fixup(slot, y, x0, ncols, z);
     float* out = dst + (slot * th + y) * tw + x0;
+    if (ncols == 4 && (reinterpret_cast<uintptr_t>(out) & 15) == 0) {  // a warp's jobs 4 floats apart
+      store_shared4(out, z[0], z[1], z[2], z[3]);
+    } else {
 #pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      if (u >= ncols) break;
-      out[u] = z[u];
+      for (int u = 0; u < 4; ++u) {
+        if (u >= ncols) break;
+        out[u] = z[u];
+      }
     }
   }
 }

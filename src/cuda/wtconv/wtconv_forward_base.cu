@@ -174,8 +174,8 @@ __global__ void __launch_bounds__(kBlockThreads, kBound ? kBound : fwd_base_bloc
             },
             [&](int e, const auto& v) {
               const Pos3 q = split3(e, a.quads.plane, a.quads.row);
-              store_quad_rows(v, xs + q.p * xh * xw, xw, 2 * q.y, 4 * q.x - off, xw, ys + q.p * 4 * qh * qw, qh * qw,
-                              qw);
+              store_quad_rows<K == 0>(v, xs + q.p * xh * xw, xw, 2 * q.y, 4 * q.x - off, xw, ys + q.p * 4 * qh * qw,
+                                      qh * qw, qw);
             });
       };
       if (a.vec4) stage_quads(std::true_type{});

@@ -25,6 +25,18 @@ struct CascadeGeom {
   int hout[5], wout[5];
 };
 
+// The 2 x 2 pixel block whose top-left pixel is at s (rows `win` elements apart) as floats: a, b
+// (top row), c, d, zeros right of the plane (right false) and below it (down false).
+template <typename Tin>
+__device__ __forceinline__ float4 load_block_2x2(const Tin* s, int win, bool right, bool down) {
+  float4 v;
+  v.x = to_float(s[0]);
+  v.y = right ? to_float(s[1]) : 0.f;
+  v.z = down ? to_float(s[win]) : 0.f;
+  v.w = right && down ? to_float(s[win + 1]) : 0.f;
+  return v;
+}
+
 // The kPlane instance (CascadeGeom::lvl_plane): one tile per plane. Level 1 reads each
 // coefficient's 2 x 2 pixel block from global memory (zeros past odd plane edges), so nothing
 // stages or zeroes the pixel tile and one index split serves four pixels: staged through shared
@@ -48,13 +60,8 @@ __device__ __forceinline__ void haar_cascade_planes(const Tin* __restrict__ in, 
       float ll = 0.f;  // past the grid: the zero padding of level 2's blocks
       if (int(yy) < hout && int(xx) < wout) {
         const int y = 2 * int(yy), x = 2 * int(xx);
-        const Tin* s = src + int(p) * hin * win + y * win + x;
-        const bool right = x + 1 < win, down = y + 1 < hin;
-        const float a = to_float(s[0]);
-        const float b = right ? to_float(s[1]) : 0.f;
-        const float c = down ? to_float(s[win]) : 0.f;
-        const float d = right && down ? to_float(s[win + 1]) : 0.f;
-        ll = haar_ll(a, b, c, d);
+        const float4 v = load_block_2x2(src + int(p) * hin * win + y * win + x, win, x + 1 < win, y + 1 < hin);
+        ll = haar_ll(v.x, v.y, v.z, v.w);
         if (out != nullptr) out[int(p) * hout * wout + int(yy) * wout + int(xx)] = from_float<Tfirst>(ll);
       }
       if (g.levels > 1) buf0[(p << (2 * ls)) + (yy << ls) + xx] = ll;
@@ -150,11 +157,7 @@ __device__ __forceinline__ void haar_cascade_block(const Tin* __restrict__ in, c
                 v.z = w.x; v.w = w.y;
               }
             } else {
-              const bool right = x + 1 < g.win;
-              v.x = to_float(s[0]);
-              if (right) v.y = to_float(s[1]);
-              if (down) v.z = to_float(s[g.win]);
-              if (right && down) v.w = to_float(s[g.win + 1]);
+              v = load_block_2x2(s, g.win, x + 1 < g.win, down);
             }
           }
           return v;
