@@ -158,6 +158,29 @@ TEST(WtconvPlan, BackwardBasePixelRowsArePaddedUnlessThatCostsAResidentBlock) {
   EXPECT_LT(blocks(bwd_base_smem_floats(5, ts.th, ts.tw, ts.np, bwd_pixel_pitch(ew)) * 4), blocks(ts.smem));
 }
 
+TEST(WtconvPlan, RuntimeKSubbandRowsSpanAnOddNumberOfBankPairs) {
+  // The runtime-k backward's correlation lanes read k consecutive subband rows at one column with
+  // 8-byte loads: an odd number of 8-byte pairs a row puts 16 consecutive rows on 16 distinct
+  // bank pairs (perf note 102). The padding is the least that does so; the specialised sizes keep
+  // their rows of whole 16 bytes.
+  for (int k : {1, 9, 11, 13, 15}) {
+    for (int tw = 2; tw <= 64; tw += 2) {
+      const int ew = tw + 2 * (k / 2), lp = bwd_level_pitch(k, ew);
+      EXPECT_EQ((lp / 2) % 2, 1) << "k=" << k << " tw=" << tw;
+      EXPECT_TRUE(lp == ew || lp == ew + 2) << "k=" << k << " tw=" << tw;
+      EXPECT_EQ(lp == ew, (ew / 2) % 2 == 1) << "k=" << k << " tw=" << tw;
+    }
+  }
+  for (int k : {3, 5, 7})
+    for (int ew = 4; ew <= 80; ew += 2) EXPECT_EQ(bwd_level_pitch(k, ew), ew) << "k=" << k;
+  // At the 16 x 32 tile: k = 1, 9 and 13 are padded (32, 40, 44 floats), 11 and 15 are not.
+  EXPECT_EQ(bwd_level_pitch(1, 32), 34);
+  EXPECT_EQ(bwd_level_pitch(9, 40), 42);
+  EXPECT_EQ(bwd_level_pitch(11, 42), 42);
+  EXPECT_EQ(bwd_level_pitch(13, 44), 46);
+  EXPECT_EQ(bwd_level_pitch(15, 46), 46);
+}
+
 TEST(WtconvPlan, BackwardBaseHoldsItsLaunchBoundOfBlocks) {
   // A block of large planes (padded rows included) fits as many blocks per SM as its launch bound
   // asks for: 4 at 3 x 3, 3 at 5 x 5.

@@ -60,7 +60,9 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
   const int k = K ? K : a.k, r = k / 2, kk = k * k;
   const int c = blockIdx.x / a.g.splits, split = blockIdx.x % a.g.splits;
   const int th = kFixed ? kFusedBwdTileH : a.g.th, tw = kFixed ? kFusedBwdTileW : a.g.tw, np = kFixed ? 1 : a.g.np;
-  const int eh = th + 2 * r, ew = tw + 2 * r, plane = eh * ew;
+  // Y_1 and G_1: np x 4 planes of eh x ew coefficients, rows lp floats apart (ew but at runtime k,
+  // bwd_level_pitch), whose TMA and fused instances (compile-time k) take ew for both.
+  const int eh = th + 2 * r, ew = tw + 2 * r, lp = bwd_level_pitch(k, ew), plane = eh * lp;
   const int gp = kFuse2 && !kCopy ? 2 * r : 0;  // fused fp32: level 2's halo around the pixel tile
   // The fused layout (bwd_fused_layout; constants in the fixed-tile instance).
   const BwdFusedLayout fl = kFuse2 ? bwd_fused_layout(k, th, tw, np, int(sizeof(T))) : BwdFusedLayout{};
@@ -271,9 +273,9 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
               const Pos3 q = split3(e, a.quads.plane, a.quads.row);
               const int col0 = 4 * q.x - off;
               store_quad_rows<K == 0>(v.x, xs + q.p * pplane, pw, 2 * q.y, col0, 2 * ew, ys + q.p * 4 * plane,
-                                      plane, ew);
+                                      plane, lp);
               store_quad_rows<K == 0>(v.d, ds + q.p * pplane, pw, 2 * q.y, col0, 2 * ew, gs + q.p * 4 * plane,
-                                      plane, ew);
+                                      plane, lp);
             });
       };
       if (a.vec4) stage_quads(std::true_type{});
@@ -303,7 +305,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
       __syncthreads();
       for (int e = threadIdx.x; e < np * int(a.plane.divisor); e += blockDim.x) {
         const Pos3 q = split3(e, a.plane, a.row);
-        const int p = q.p, yy = so / 2 + q.y, xx = so / 2 + q.x, rem = yy * ew + xx;
+        const int p = q.p, yy = so / 2 + q.y, xx = so / 2 + q.x, rem = yy * lp + xx;
         const float* xp = xs + p * pplane + (2 * yy) * pw + 2 * xx;
         const float* dp = ds + p * pplane + (2 * yy) * pw + 2 * xx;
         float z[4], g[4];
@@ -451,13 +453,13 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
         if (b >= a.B || qy >= a.h1 || qx0 >= a.w1g) continue;
         const int ncols = min(min(2, tw - tx0), a.w1g - qx0);
         float d[4][2];  // [subband][coefficient]
-        const float* gsrc = gs + p * 4 * plane + ty * ew + tx0;  // the four subband planes share the phase
+        const float* gsrc = gs + p * 4 * plane + ty * lp + tx0;  // the four subband planes share the phase
         // The window passes at a compile-time k where it can be (with_compiled_kernel_size).
         with_compiled_k<K>(k, [&](const int kw) {
-          with_window_loads(window_vector_width(kw, ew, 2), gsrc, [&](auto loads) {
+          with_window_loads(window_vector_width(kw, lp, 2), gsrc, [&](auto loads) {
 #pragma unroll
             for (int t = 0; t < 4; ++t)
-              adjacent_windows<2>(loads, w1f + t * fs, wp, gsrc + t * plane, ew, kw, ncols, d[t]);
+              adjacent_windows<2>(loads, w1f + t * fs, wp, gsrc + t * plane, lp, kw, ncols, d[t]);
           });
         });
         const int64_t pl = int64_t(b) * a.C + c;
@@ -503,7 +505,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
           // Level 1, or (fused) level 2 with the same loop over its planes.
           const float* yb = l2_job ? y2s : ys;
           const float* gb = l2_job ? g2s : gs;
-          const int lplane = l2_job ? eh2 * ew2 : plane, lpitch = l2_job ? ew2 : ew;
+          const int lplane = l2_job ? eh2 * ew2 : plane, lpitch = l2_job ? ew2 : lp;
           for_strided_rows<kFixed>(part, l2_job ? parts - lparts : lparts, l2_job ? th2 : th, np, [&](int p, int ty) {
             const float* yrow = yb + (p * 4 + sb) * lplane + (ty + ci) * lpitch;
             const float* grow = gb + (p * 4 + sb) * lplane + (ty + r) * lpitch + r;

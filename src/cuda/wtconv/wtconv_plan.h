@@ -150,6 +150,16 @@ inline int fwd_base_quad_blocks(int k, size_t smem) {
 // TMA-staged kernel instances, so the plan grants TMA layouts to them alone.
 WTCONV_HOST_DEVICE constexpr bool specialised_kernel_size(int k) { return k == 3 || k == 5 || k == 7; }
 
+// Row pitch (floats) of the backward base kernel's subband tiles (Y_1 and G_1, ew = tw + 2 r
+// coefficients a row). The runtime-k instance's correlation lanes read k consecutive rows of them
+// at one column with 8-byte loads, so a half-warp meets 16 / gcd(pitch / 2, 16) distinct bank
+// pairs: 4 at k = 9 (40 floats at the 16 x 32 tile: 3-way conflicts), 8 at k = 13 (44: 2-way).
+// An odd number of pairs a row gives 16. The specialised sizes keep ew: their quad-read
+// correlations need rows of whole 16 bytes (docs/wtconv.md, perf note 102).
+WTCONV_HOST_DEVICE constexpr int bwd_level_pitch(int k, int ew) {
+  return specialised_kernel_size(k) || (ew / 2) % 2 == 1 ? ew : ew + 2;
+}
+
 // Padded pixel-tile pitch (floats) of the backward base kernel for a halo width of ew coefficients:
 // the smallest value >= 2 ew that is 4 mod 8. A multiple of 4 keeps the staging's 16-byte row
 // stores; an odd multiple of 4 puts 8 consecutive rows on 8 different bank pairs, so the base
@@ -356,8 +366,8 @@ inline size_t fwd_base_tma_smem(const WtconvTile& t, int64_t W, int k, int s, in
 // (docs/wtconv.md, perf note 46).
 inline size_t bwd_base_smem_floats(int k, int th, int tw, int np, int pitch) {
   const int r = k / 2;
-  const size_t eh = th + 2 * r, ew = tw + 2 * r, pixels = 2 * eh * size_t(pitch);
-  const size_t tiles = size_t(np) * (2 * pixels + 2 * 4 * eh * ew);
+  const size_t eh = th + 2 * r, lp = bwd_level_pitch(k, tw + 2 * r), pixels = 2 * eh * size_t(pitch);
+  const size_t tiles = size_t(np) * (2 * pixels + 2 * 4 * eh * lp);
   const size_t partials = size_t(corr_parts_per_warp(k)) * (8 * k * k + 4);
   if (!specialised_kernel_size(k)) return 5 * size_t(filter_stride(k)) + std::max(tiles + kWindowSlack, partials);
   return 5 * size_t(filter_stride(k)) + tiles + size_t(np) * 4 * th * tw + partials;
