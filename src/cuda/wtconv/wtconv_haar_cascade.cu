@@ -37,6 +37,21 @@ __device__ __forceinline__ float4 load_block_2x2(const Tin* s, int win, bool rig
   return v;
 }
 
+// Writes the LL coefficient (y, x) of `plane` at output level a+1+j where it lies on that level's
+// grid (tiles run past the plane's edges): level a+1 to g.first when the caller keeps it, deeper
+// levels to g.deeper. The generic path's two sources of level a+1 (staged quads, or 2 x 2 blocks
+// from global memory) and its level loop all store through here.
+template <typename Tfirst>
+__device__ __forceinline__ void store_level_ll(const CascadeGeom<Tfirst>& g, int j, int64_t plane, int y, int x,
+                                               float ll) {
+  if (plane >= g.planes || y >= g.hout[j] || x >= g.wout[j]) return;
+  const int64_t at = plane * g.hout[j] * g.wout[j] + int64_t(y) * g.wout[j] + x;
+  if (j > 0)
+    g.deeper[j - 1][at] = ll;
+  else if (g.first != nullptr)
+    g.first[at] = from_float<Tfirst>(ll);
+}
+
 // The kPlane instance (CascadeGeom::lvl_plane): one tile per plane. Level 1 reads each
 // coefficient's 2 x 2 pixel block from global memory (zeros past odd plane edges), so nothing
 // stages or zeroes the pixel tile and one index split serves four pixels: staged through shared
@@ -165,10 +180,8 @@ __device__ __forceinline__ void haar_cascade_block(const Tin* __restrict__ in, c
         [&](int e, float4 v) {
           const float ll = haar_ll(v.x, v.y, v.z, v.w);
           buf0[e] = ll;
-          const int64_t plane = plane0 + (e >> (2 * ln));
-          const int y = (y0 >> 1) + ((e >> ln) & (ns - 1)), x = (x0 >> 1) + (e & (ns - 1));
-          if (g.first != nullptr && plane < g.planes && y < g.hout[0] && x < g.wout[0])
-            g.first[plane * g.hout[0] * g.wout[0] + int64_t(y) * g.wout[0] + x] = from_float<Tfirst>(ll);
+          store_level_ll(g, 0, plane0 + (e >> (2 * ln)), (y0 >> 1) + ((e >> ln) & (ns - 1)),
+                         (x0 >> 1) + (e & (ns - 1)), ll);
         });
     ls = lt - 1;
     oy = y0 >> 1;
@@ -184,15 +197,7 @@ __device__ __forceinline__ void haar_cascade_block(const Tin* __restrict__ in, c
       const float* s = buf0 + (p << (2 * ls)) + (2 * yy) * side + 2 * xx;
       const float ll = haar_ll(s[0], s[1], s[side], s[side + 1]);
       buf1[e] = ll;
-      const int64_t plane = plane0 + p;
-      const int y = oy + yy, x = ox + xx;
-      if (plane < g.planes && y < g.hout[j] && x < g.wout[j]) {
-        const int64_t at = plane * g.hout[j] * g.wout[j] + int64_t(y) * g.wout[j] + x;
-        if (j == 0) {
-          if (g.first != nullptr) g.first[at] = from_float<Tfirst>(ll);
-        }
-        else g.deeper[j - 1][at] = ll;
-      }
+      store_level_ll(g, j, plane0 + p, oy + yy, ox + xx, ll);
     }
     float* t = buf0; buf0 = buf1; buf1 = t;
     ls = ln;

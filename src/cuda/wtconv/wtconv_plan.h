@@ -120,6 +120,10 @@ inline void finish_tile(WtconvTile& t, int64_t B, int64_t C, int64_t gh, int64_t
 // 8-byte row loads, one broadcast G row per part.
 WTCONV_HOST_DEVICE constexpr int corr_parts_per_warp(int k) { return 32 / k; }
 
+// The kernel sizes compiled as template specialisations (dispatch_kernel_size); only they have
+// TMA-staged kernel instances, so the plan grants TMA layouts to them alone.
+WTCONV_HOST_DEVICE constexpr bool specialised_kernel_size(int k) { return k == 3 || k == 5 || k == 7; }
+
 // Launch bound of the backward base kernel, and the blocks per SM its tiles are fitted to. 4 blocks
 // per SM (64 registers) for k = 3: a 3 x 3 training step ran 2.6% (fp32) and 4.8% (fp16) faster.
 // k = 5 at 64 registers spills ~130 bytes (fp32 steps 2-3% slower, fp16 1-2% faster); k = 7
@@ -129,7 +133,7 @@ WTCONV_HOST_DEVICE constexpr int corr_parts_per_warp(int k) { return 32 / k; }
 // (note 82). Its tiles are fitted to 2 as well: at k = 13 and 15 a 16 x 32 tile then fits where
 // three blocks' shared memory held 16 x 16, whose paired dx jobs left half the block idle (note 97).
 WTCONV_HOST_DEVICE constexpr int bwd_base_blocks_per_sm(int k) {
-  return k == 3 ? 4 : k == 5 || k == 7 ? 3 : 2;
+  return k == 3 ? 4 : specialised_kernel_size(k) ? 3 : 2;
 }
 // Launch bound of the forward base kernel: 4 blocks (64 registers, no spill) for k = 3 and 5; 2 for
 // k = 7, which spills at 3 (docs/wtconv.md, perf note 17); 3 (80 registers) for the runtime-k
@@ -145,10 +149,6 @@ inline int fwd_base_quad_blocks(int k, size_t smem) {
   return k == 3 && resident_blocks(smem, kFwdQuadBlocksK3) == kFwdQuadBlocksK3 ? kFwdQuadBlocksK3
                                                                                  : fwd_base_blocks_per_sm(k);
 }
-
-// The kernel sizes compiled as template specialisations (dispatch_kernel_size); only they have
-// TMA-staged kernel instances, so the plan grants TMA layouts to them alone.
-WTCONV_HOST_DEVICE constexpr bool specialised_kernel_size(int k) { return k == 3 || k == 5 || k == 7; }
 
 // Row pitch (floats) of the backward base kernel's subband tiles (Y_1 and G_1, ew = tw + 2 r
 // coefficients a row). The runtime-k instance's correlation lanes read k consecutive rows of them
