@@ -1,4 +1,5 @@
-// GPU test helpers: device buffers, a skip when no device exists, NaN poisoning.
+// GPU test helpers: device buffers, skips when no device exists or its memory is short, NaN
+// poisoning.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -18,6 +19,26 @@ inline bool have_gpu() {
   }
   return n > 0;
 }
+
+// Free memory of the current device in bytes (0 when the query fails).
+inline size_t device_free_bytes() {
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return free_bytes;
+}
+
+// Skips the test, saying how much it needs, when the device has less than `bytes` free (tests of
+// tensors past 2^31 elements need tens of GB).
+#define WINCONV_REQUIRE_DEVICE_MEMORY(bytes)                                                        \
+  do {                                                                                              \
+    const size_t need_ = size_t(bytes), free_ = ::winconv::testing::device_free_bytes();           \
+    if (free_ < need_)                                                                              \
+      GTEST_SKIP() << "needs " << need_ / (1 << 20) << " MiB of device memory, " << free_ / (1 << 20) \
+                   << " MiB free: test skipped";                                                    \
+  } while (0)
 
 #define WINCONV_REQUIRE_GPU()                                                     \
   do {                                                                            \

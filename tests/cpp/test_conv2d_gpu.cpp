@@ -159,6 +159,64 @@ TEST(Conv2dGpu, LargeTilesAndManyTiles) {
       }
 }
 
+// Tensors past 2^31 elements. The kernels index inside one image in 32 bits and step between
+// images with 64-bit offsets (conv2d_validate.cpp), so only whole tensors may pass 2^31 elements,
+// and must. Image i of x is random image i % 3, so image i of y must match the FP64 reference of
+// that image: every image of y is read back (poisoned with NaN first) and checked. The first
+// problem has x past 2^31 elements (materialized, the window tensor too), the second y; both
+// layouts, windows on chip and materialized. Skipped, saying so, where the device lacks memory.
+TEST(Conv2dGpu, TensorsPast2To31Elements) {
+  WINCONV_REQUIRE_GPU();
+  const int64_t shapes[][9] = {
+      // n, c, h, w, k, r, s, stride, pad
+      {1025, 8, 512, 512, 4, 3, 3, 1, 1},  // x: 2^31 + 2^21 elements
+      {1025, 4, 512, 512, 8, 3, 3, 1, 1},  // y: 2^31 + 2^21 elements
+  };
+  constexpr int kImages = 3;
+  std::mt19937_64 rng(2031);
+  for (const auto& row : shapes)
+    for (Layout layout : {Layout::kNCHW, Layout::kNHWC})
+      for (Conv2dAlgo algo : {Conv2dAlgo::kOnChip, Conv2dAlgo::kMaterialized}) {
+        const Conv2dConfig cfg = config_from_row(row, layout, algo);
+        const Conv2dProblem& pb = cfg.problem;
+        SCOPED_TRACE(testing::describe(cfg));
+        size_t ws_bytes = 0;
+        ASSERT_TRUE(conv2d_forward_workspace_size(cfg, &ws_bytes).ok());
+        const size_t x_img = size_t(pb.c * pb.h * pb.w), y_img = size_t(pb.k * pb.p() * pb.q());
+        WINCONV_REQUIRE_DEVICE_MEMORY(sizeof(float) * size_t(pb.n) * (x_img + y_img) + ws_bytes + (size_t(1) << 30));
+        Conv2dConfig one = cfg;
+        one.problem.n = 1;
+        const auto w = random_vector(size_t(pb.w_elements()), rng);
+        DeviceBuffer<float> dx(size_t(pb.x_elements())), dw(w), dy(size_t(pb.y_elements()));
+        std::vector<std::vector<double>> refs(kImages, std::vector<double>(y_img));
+        for (int i = 0; i < kImages; ++i) {
+          const auto x = random_vector(x_img, rng);
+          ASSERT_TRUE(conv2d_reference(one, x.data(), w.data(), refs[i].data()).ok());
+          ASSERT_EQ(cudaMemcpy(dx.ptr + i * x_img, x.data(), x_img * sizeof(float), cudaMemcpyHostToDevice),
+                    cudaSuccess);
+        }
+        for (int64_t i = kImages; i < pb.n; ++i)
+          ASSERT_EQ(cudaMemcpy(dx.ptr + i * x_img, dx.ptr + (i % kImages) * x_img, x_img * sizeof(float),
+                               cudaMemcpyDeviceToDevice),
+                    cudaSuccess);
+        dy.poison();
+        DeviceBuffer<char> ws(ws_bytes);
+        const Status st = conv2d_forward(cfg, dx.ptr, dw.ptr, dy.ptr, ws.ptr, ws_bytes, nullptr);
+        ASSERT_TRUE(st.ok()) << st.to_string();
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        double worst = 0;
+        int64_t worst_image = -1;
+        std::vector<float> y(y_img);
+        for (int64_t i = 0; i < pb.n; ++i) {
+          ASSERT_EQ(cudaMemcpy(y.data(), dy.ptr + i * y_img, y_img * sizeof(float), cudaMemcpyDeviceToHost),
+                    cudaSuccess);
+          const double err = testing::relative_l2(y, refs[i % kImages]);
+          if (!(err <= worst)) worst = err, worst_image = i;  // infinity (NaN) included
+        }
+        EXPECT_LE(worst, 1e-5) << "worst: image " << worst_image << " of " << pb.n;
+      }
+}
+
 TEST(Conv2dGpu, EveryTileShapeMatchesReference) {
   // Each tile shape forced on shapes with tails in M, N and K, with and without padding, every
   // gather (NCHW, NHWC with C % 4 == 0 and != 0, on chip and materialized): the selection rule

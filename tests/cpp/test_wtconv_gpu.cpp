@@ -15,6 +15,7 @@
 
 #include "cpu/wtconv_reference.h"
 #include "fuzz_util.h"
+#include "gpu_test_util.h"
 #include "cuda/wtconv/wtconv_plan.h"
 #include "winconv/wtconv.h"
 
@@ -457,6 +458,172 @@ TEST(WtconvGpu, ManyPlanesPerBlockAndSplits) {
   // (paired dx jobs at k = 11 and 13) at every tile edge.
   run_case(2, 3, 70, 90, 11, 2, 1, Precision::kFP32, true, 6);
   run_case(1, 2, 40, 75, 13, 2, 1, Precision::kFP32, false, 7);
+}
+
+// A parameter set as one list: w0, s0, b0, then each level's weight and scale (per channel).
+WtconvParams params_of_set(const std::vector<std::vector<float>>& set, int L, bool bias) {
+  WtconvParams h;
+  h.base_weight = set[0].data();
+  h.base_scale = set[1].data();
+  h.base_bias = bias ? set[2].data() : nullptr;
+  for (int l = 0; l < L; ++l) {
+    h.level_weight[l] = set[3 + 2 * l].data();
+    h.level_scale[l] = set[4 + 2 * l].data();
+  }
+  return h;
+}
+// Entry t of the same list in the oracle's gradients.
+const std::vector<double>& grad_of_set(const WtconvReferenceGrads& g, size_t t) {
+  if (t < 3) return t == 0 ? g.base_weight : t == 1 ? g.base_scale : g.base_bias;
+  return (t - 3) % 2 == 0 ? g.level_weight[(t - 3) / 2] : g.level_scale[(t - 3) / 2];
+}
+char* bytes_at(const DevBuf& b, size_t offset) { return static_cast<char*>(b.p) + offset; }
+
+// Tensors past 2^31 elements (the API takes up to 2^40): the kernels index inside a plane in 32
+// bits and between planes with 64-bit offsets. Plane (n, c) of x and dy is random plane c % 3 and
+// channel c takes parameter set c % 3, so plane (n, c) of y and dx must match the float64 oracle
+// of a one-plane problem with that set, and channel c's parameter gradients B times the oracle's
+// (held, as in FuzzAgainstOracle, to the tolerance times the size of their terms). Every plane of
+// y and dx is read back, poisoned with NaN first. The problems: the fused fixed-tile path (fp32,
+// k = 5, L = 2) with a plane starting at element 2^31; fp16 at k = 7, L = 3, no bias, with a plane
+// across 2^31; the runtime-k kernels (bf16, k = 9) at stride 2 on odd planes, where x and dx pass
+// 2^31 and y does not. Skipped, saying so, where the device lacks the memory.
+TEST(WtconvGpu, TensorsPast2To31Elements) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
+  struct Case {
+    Shape sh;
+    Precision prec;
+    bool bias;
+  };
+  const Case cases[] = {{{2, 1025, 1024, 1024, 5, 2, 1}, Precision::kFP32, true},
+                        {{1, 2053, 1023, 1028, 7, 3, 1}, Precision::kFP16, false},
+                        {{3, 700, 1021, 1003, 9, 2, 2}, Precision::kBF16, true}};
+  constexpr int kSets = 3;
+  for (const Case& cs : cases) {
+    const Shape& sh = cs.sh;
+    SCOPED_TRACE(::testing::Message() << "B" << sh.B << " C" << sh.C << " " << sh.H << "x" << sh.W << " k" << sh.k
+                                      << " L" << sh.L << " s" << sh.s << " prec" << int(cs.prec));
+    WtconvProblem p;
+    p.batch = sh.B; p.channels = sh.C; p.height = sh.H; p.width = sh.W; p.kernel_size = sh.k; p.levels = sh.L;
+    p.stride = sh.s; p.precision = cs.prec;
+    ASSERT_GT(p.x_elements(), int64_t(1) << 31);
+    size_t fws = 0, bws = 0;
+    ASSERT_TRUE(wtconv_forward_workspace_size(p, &fws).ok());
+    ASSERT_TRUE(wtconv_backward_workspace_size(p, &bws).ok());
+    const size_t e = esz(cs.prec), planes = size_t(sh.B) * sh.C, kk = size_t(sh.k) * sh.k;
+    const size_t xplane = size_t(sh.H) * sh.W * e, yplane = size_t(p.out_height() * p.out_width()) * e;  // bytes
+    WINCONV_REQUIRE_DEVICE_MEMORY(2 * planes * (xplane + yplane) + fws + bws + (size_t(1) << 30));
+    DevBuf dx_in(planes * xplane), ddy(planes * yplane), dy_out(planes * yplane), ddx(planes * xplane);
+
+    // kSets planes of x and dy, uploaded as planes 0 .. kSets - 1, and kSets parameter sets, with
+    // their oracles (one-plane problems). len: the per-channel lengths of a set's entries.
+    std::mt19937 rng(9000 + sh.k);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    auto randv = [&](size_t n, float sc, float mean) {
+      std::vector<float> v(n);
+      for (auto& x : v) x = mean + sc * nd(rng);
+      return v;
+    };
+    auto mag = [](std::vector<float> v) {
+      for (auto& a : v) a = std::fabs(a);
+      return v;
+    };
+    WtconvProblem one = p;
+    one.batch = one.channels = 1;
+    std::vector<size_t> len = {kk, 1, 1};
+    for (int l = 0; l < sh.L; ++l) len.insert(len.end(), {4 * kk, 4});
+    std::vector<std::vector<float>> sets[kSets];
+    std::vector<double> yref[kSets], dxref[kSets];
+    WtconvReferenceGrads g[kSets], ga[kSets];
+    for (int j = 0; j < kSets; ++j) {
+      std::vector<float> x = randv(xplane / e, 1, 0), dy = randv(yplane / e, 1, 0);
+      const std::vector<char> xb = encode(cs.prec, x), dyb = encode(cs.prec, dy);  // x, dy rounded
+      ASSERT_EQ(cudaMemcpy(bytes_at(dx_in, j * xplane), xb.data(), xplane, cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(bytes_at(ddy, j * yplane), dyb.data(), yplane, cudaMemcpyHostToDevice), cudaSuccess);
+      sets[j] = {randv(kk, 1.f / sh.k, 0), randv(1, 0.3f, 1), randv(1, 0.5f, 0)};
+      for (int l = 0; l < sh.L; ++l) {
+        sets[j].push_back(randv(4 * kk, 1.f / sh.k, 0));
+        sets[j].push_back(randv(4, 0.3f, 0.5f));
+      }
+      wtconv_reference_forward(one, x.data(), params_of_set(sets[j], sh.L, cs.bias), &yref[j]);
+      wtconv_reference_backward(one, dy.data(), x.data(), params_of_set(sets[j], sh.L, cs.bias), &g[j]);
+      dxref[j] = g[j].dx;
+      std::vector<std::vector<float>> abs_set;
+      for (const auto& v : sets[j]) abs_set.push_back(mag(v));
+      const std::vector<float> ax = mag(x), ady = mag(dy);
+      wtconv_reference_magnitudes(one, ady.data(), ax.data(), params_of_set(abs_set, sh.L, cs.bias), &ga[j]);
+    }
+    // Plane n C + c copies plane c % kSets.
+    for (size_t i = kSets; i < planes; ++i) {
+      const size_t src = (i % sh.C) % kSets;
+      const auto d2d = cudaMemcpyDeviceToDevice;
+      ASSERT_EQ(cudaMemcpy(bytes_at(dx_in, i * xplane), bytes_at(dx_in, src * xplane), xplane, d2d), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(bytes_at(ddy, i * yplane), bytes_at(ddy, src * yplane), yplane, d2d), cudaSuccess);
+    }
+    // Channel c takes set c % kSets; its gradients and their terms' sizes are B times the set's.
+    std::vector<std::vector<float>> all(len.size());
+    std::vector<std::vector<double>> want(len.size()), terms(len.size());
+    std::vector<std::unique_ptr<DevBuf>> grads;
+    for (size_t t = 0; t < len.size(); ++t) {
+      for (int c = 0; c < sh.C; ++c) {
+        const int j = c % kSets;
+        all[t].insert(all[t].end(), sets[j][t].begin(), sets[j][t].end());
+        ASSERT_EQ(grad_of_set(g[j], t).size(), len[t]);
+        for (size_t i = 0; i < len[t]; ++i) {
+          want[t].push_back(sh.B * grad_of_set(g[j], t)[i]);
+          terms[t].push_back(sh.B * grad_of_set(ga[j], t)[i]);
+        }
+      }
+      grads.emplace_back(new DevBuf(all[t].size() * 4));
+      grads.back()->poison();
+    }
+    std::vector<std::unique_ptr<DevBuf>> param_bufs;
+    for (const auto& v : all) {
+      param_bufs.emplace_back(new DevBuf(v.size() * 4));
+      ASSERT_EQ(cudaMemcpy(param_bufs.back()->p, v.data(), v.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    }
+    auto fp = [&](size_t t) { return static_cast<float*>(param_bufs[t]->p); };
+    auto gp = [&](size_t t) { return static_cast<float*>(grads[t]->p); };
+    WtconvParams prm;
+    WtconvParamGrads grd;
+    prm.base_weight = fp(0); prm.base_scale = fp(1); prm.base_bias = cs.bias ? fp(2) : nullptr;
+    grd.base_weight = gp(0); grd.base_scale = gp(1); grd.base_bias = cs.bias ? gp(2) : nullptr;
+    for (int l = 0; l < sh.L; ++l) {
+      prm.level_weight[l] = fp(3 + 2 * l); prm.level_scale[l] = fp(4 + 2 * l);
+      grd.level_weight[l] = gp(3 + 2 * l); grd.level_scale[l] = gp(4 + 2 * l);
+    }
+    DevBuf fw(fws), bw(bws);
+    dy_out.poison(); ddx.poison(); fw.poison(); bw.poison();
+    const Status fst = wtconv_forward(p, dx_in.p, prm, dy_out.p, fw.p, fws, nullptr);
+    ASSERT_TRUE(fst.ok()) << fst.to_string();
+    const Status bst = wtconv_backward(p, ddy.p, dx_in.p, prm, ddx.p, grd, bw.p, bws, nullptr);
+    ASSERT_TRUE(bst.ok()) << bst.to_string();
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+
+    const double tol = cs.prec == Precision::kFP32 ? 1e-5 : 1e-2;
+    // Every plane of y and dx against its oracle; the worst plane reported (NaN: infinity).
+    auto check_planes = [&](const char* name, const DevBuf& buf, size_t plane_bytes, const std::vector<double>* ref) {
+      std::vector<char> raw(plane_bytes);
+      double worst = 0;
+      size_t worst_plane = 0;
+      for (size_t i = 0; i < planes; ++i) {
+        ASSERT_EQ(cudaMemcpy(raw.data(), bytes_at(buf, i * plane_bytes), plane_bytes, cudaMemcpyDeviceToHost),
+                  cudaSuccess);
+        const double err = rel_l2(decode(cs.prec, raw), ref[(i % sh.C) % kSets]);
+        if (!(err <= worst)) worst = err, worst_plane = i;
+      }
+      EXPECT_LE(worst, tol) << name << ": worst plane " << worst_plane << " of " << planes;
+    };
+    check_planes("y", dy_out, yplane, yref);
+    check_planes("dx", ddx, xplane, dxref);
+    for (size_t t = 0; t < len.size(); ++t) {
+      if (t == 2 && !cs.bias) continue;
+      const std::string name = t == 0 ? "dW0" : t == 1 ? "ds0" : t == 2 ? "db0"
+                             : ((t - 3) % 2 == 0 ? "dW" : "ds") + std::to_string((t - 3) / 2 + 1);
+      EXPECT_LE(l2_error(decode(Precision::kFP32, grads[t]->get()), want[t]), tol * l2_norm(terms[t]))
+          << name << " against its terms' size";
+    }
+  }
 }
 
 // A plane that one tile holds, with rows that are not 4-element loads (odd widths, or the
