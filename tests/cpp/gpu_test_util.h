@@ -5,6 +5,8 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <thread>
 #include <vector>
 
 #include "fuzz_util.h"
@@ -44,6 +46,16 @@ inline size_t device_free_bytes() {
   do {                                                                            \
     if (!::winconv::testing::have_gpu()) GTEST_SKIP() << "no CUDA device: GPU test skipped"; \
   } while (0)
+
+// Calls f(begin, end) on consecutive ranges of [0, n), one per host thread: the host side of
+// checks over tensors of billions of elements. f must not use gtest assertions (record, then check).
+template <typename F>
+void parallel_ranges(size_t n, F f) {
+  const size_t threads = std::max<size_t>(1, std::min<size_t>(n, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < threads; ++t) pool.emplace_back(f, n * t / threads, n * (t + 1) / threads);
+  for (std::thread& th : pool) th.join();
+}
 
 template <typename T>
 struct DeviceBuffer {

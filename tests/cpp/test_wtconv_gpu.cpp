@@ -532,12 +532,11 @@ TEST(WtconvGpu, TensorsPast2To31Elements) {
     one.batch = one.channels = 1;
     std::vector<size_t> len = {kk, 1, 1};
     for (int l = 0; l < sh.L; ++l) len.insert(len.end(), {4 * kk, 4});
-    std::vector<std::vector<float>> sets[kSets];
-    std::vector<double> yref[kSets], dxref[kSets];
-    WtconvReferenceGrads g[kSets], ga[kSets];
+    std::vector<std::vector<float>> sets[kSets], xs(kSets), dys(kSets);
     for (int j = 0; j < kSets; ++j) {
-      std::vector<float> x = randv(xplane / e, 1, 0), dy = randv(yplane / e, 1, 0);
-      const std::vector<char> xb = encode(cs.prec, x), dyb = encode(cs.prec, dy);  // x, dy rounded
+      xs[j] = randv(xplane / e, 1, 0);
+      dys[j] = randv(yplane / e, 1, 0);
+      const std::vector<char> xb = encode(cs.prec, xs[j]), dyb = encode(cs.prec, dys[j]);  // x, dy rounded
       ASSERT_EQ(cudaMemcpy(bytes_at(dx_in, j * xplane), xb.data(), xplane, cudaMemcpyHostToDevice), cudaSuccess);
       ASSERT_EQ(cudaMemcpy(bytes_at(ddy, j * yplane), dyb.data(), yplane, cudaMemcpyHostToDevice), cudaSuccess);
       sets[j] = {randv(kk, 1.f / sh.k, 0), randv(1, 0.3f, 1), randv(1, 0.5f, 0)};
@@ -545,14 +544,22 @@ TEST(WtconvGpu, TensorsPast2To31Elements) {
         sets[j].push_back(randv(4 * kk, 1.f / sh.k, 0));
         sets[j].push_back(randv(4, 0.3f, 0.5f));
       }
-      wtconv_reference_forward(one, x.data(), params_of_set(sets[j], sh.L, cs.bias), &yref[j]);
-      wtconv_reference_backward(one, dy.data(), x.data(), params_of_set(sets[j], sh.L, cs.bias), &g[j]);
-      dxref[j] = g[j].dx;
-      std::vector<std::vector<float>> abs_set;
-      for (const auto& v : sets[j]) abs_set.push_back(mag(v));
-      const std::vector<float> ax = mag(x), ady = mag(dy);
-      wtconv_reference_magnitudes(one, ady.data(), ax.data(), params_of_set(abs_set, sh.L, cs.bias), &ga[j]);
     }
+    std::vector<double> yref[kSets], dxref[kSets];
+    WtconvReferenceGrads g[kSets], ga[kSets];
+    winconv::testing::parallel_ranges(kSets, [&](size_t begin, size_t end) {
+      for (size_t j = begin; j < end; ++j) {
+        const std::vector<float>& x = xs[j];
+        const std::vector<float>& dy = dys[j];
+        wtconv_reference_forward(one, x.data(), params_of_set(sets[j], sh.L, cs.bias), &yref[j]);
+        wtconv_reference_backward(one, dy.data(), x.data(), params_of_set(sets[j], sh.L, cs.bias), &g[j]);
+        dxref[j] = g[j].dx;
+        std::vector<std::vector<float>> abs_set;
+        for (const auto& v : sets[j]) abs_set.push_back(mag(v));
+        const std::vector<float> ax = mag(x), ady = mag(dy);
+        wtconv_reference_magnitudes(one, ady.data(), ax.data(), params_of_set(abs_set, sh.L, cs.bias), &ga[j]);
+      }
+    });
     // Plane n C + c copies plane c % kSets.
     for (size_t i = kSets; i < planes; ++i) {
       const size_t src = (i % sh.C) % kSets;
@@ -603,16 +610,19 @@ TEST(WtconvGpu, TensorsPast2To31Elements) {
     const double tol = cs.prec == Precision::kFP32 ? 1e-5 : 1e-2;
     // Every plane of y and dx against its oracle; the worst plane reported (NaN: infinity).
     auto check_planes = [&](const char* name, const DevBuf& buf, size_t plane_bytes, const std::vector<double>* ref) {
-      std::vector<char> raw(plane_bytes);
-      double worst = 0;
-      size_t worst_plane = 0;
-      for (size_t i = 0; i < planes; ++i) {
-        ASSERT_EQ(cudaMemcpy(raw.data(), bytes_at(buf, i * plane_bytes), plane_bytes, cudaMemcpyDeviceToHost),
-                  cudaSuccess);
-        const double err = rel_l2(decode(cs.prec, raw), ref[(i % sh.C) % kSets]);
-        if (!(err <= worst)) worst = err, worst_plane = i;
-      }
-      EXPECT_LE(worst, tol) << name << ": worst plane " << worst_plane << " of " << planes;
+      std::vector<double> err(planes, 0.0);  // a failed copy counts as NaN
+      winconv::testing::parallel_ranges(planes, [&](size_t begin, size_t end) {
+        std::vector<char> raw(plane_bytes);
+        for (size_t i = begin; i < end; ++i) {
+          const auto d2h = cudaMemcpyDeviceToHost;
+          const bool copied = cudaMemcpy(raw.data(), bytes_at(buf, i * plane_bytes), plane_bytes, d2h) == cudaSuccess;
+          err[i] = copied ? rel_l2(decode(cs.prec, raw), ref[(i % sh.C) % kSets]) : NAN;
+        }
+      });
+      size_t worst = 0;
+      for (size_t i = 0; i < planes; ++i)
+        if (!(err[i] <= err[worst])) worst = i;  // NaN and infinity included
+      EXPECT_LE(err[worst], tol) << name << ": worst plane " << worst << " of " << planes;
     };
     check_planes("y", dy_out, yplane, yref);
     check_planes("dx", ddx, xplane, dxref);

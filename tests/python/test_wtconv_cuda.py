@@ -205,3 +205,42 @@ def test_half_precision_module_parameters():
     assert y.dtype == torch.float16 and layer.base_conv.weight.grad.dtype == torch.float16
     y_ref = reference(x.detach().float())
     assert rel_l2(y, y_ref) <= 1e-2
+
+
+def test_tensors_past_2_to_31_elements():
+    """x, y, dy and dx past 2^31 elements through the module (fp16, 64-bit offsets from the
+    operator down to the kernels): the planes on both sides of element 2^31 and one far below,
+    with their channels' parameter gradients, against the float64 reference of one-channel
+    problems; no non-finite value anywhere. Skipped where the device lacks the memory."""
+    b, c, h, w = 1, 2049, 1024, 1024  # channel 2048 starts at element 2^31
+    need = 6 * b * c * h * w * 2 + (2 << 30)  # x, y, dy, dx and the backward's temporaries
+    free, _ = torch.cuda.mem_get_info()
+    if free < need:
+        pytest.skip(f"needs {need >> 30} GiB of device memory, {free >> 30} GiB free")
+    layer = _randomised_layer(c, 5, 2, 1).cuda()
+    x = torch.randn(b, c, h, w, device="cuda", dtype=torch.float16).requires_grad_(True)
+    assert x.numel() > 2**31
+    y = layer(x)
+    grad_y = torch.randn_like(y)
+    y.backward(grad_y)
+    assert torch.isfinite(y).all() and torch.isfinite(x.grad).all()
+    tol = TOLERANCE[torch.float16]
+    for ch in (0, 2047, 2048):
+        one, four = slice(ch, ch + 1), slice(4 * ch, 4 * ch + 4)
+        params = (
+            layer.base_conv.weight[one].detach().double().cpu(),
+            layer.base_conv.bias[one].detach().double().cpu(),
+            layer.base_scale.weight[:, one].detach().double().cpu(),
+            [wl[four].detach().double().cpu() for wl in layer.level_weights],
+            [sl[:, four].detach().double().cpu() for sl in layer.level_scales],
+        )
+        x64 = x[:, one].detach().double().cpu()
+        y_ref = functional.wtconv2d_forward(x64, *params, 1)
+        grads_ref = functional.wtconv2d_backward(grad_y[:, one].double().cpu(), x64, *params, 1)
+        assert rel_l2(y[:, one].detach().cpu(), y_ref) <= tol, f"forward, channel {ch}"
+        assert rel_l2(x.grad[:, one].cpu(), grads_ref[0]) <= tol, f"grad_x, channel {ch}"
+        gw0, gb0, gs0, *level = _module_grads(layer)
+        gws, gss = level[: len(level) // 2], level[len(level) // 2 :]
+        got = [gw0[one], gb0[one], gs0[:, one], *[g[four] for g in gws], *[g[:, four] for g in gss]]
+        for i, (g, ref) in enumerate(zip(got, _flat_reference_grads(grads_ref))):
+            assert rel_l2(g.cpu(), ref) <= tol, f"parameter gradient {i}, channel {ch}"
