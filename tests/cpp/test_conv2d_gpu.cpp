@@ -220,6 +220,86 @@ TEST(Conv2dGpu, TensorsPast2To31Elements) {
       }
 }
 
+// Images at the 32-bit limit: one image's x (1 x 1 filters) or window tensor (3 x 3) just under
+// 2^31 elements, the largest the validation admits, and two images, so that the second ends past
+// 2^32 elements. Whole x would take minutes on the FP64 reference, so x repeats random planes
+// (NCHW: plane n C + c is plane (n C + c) % 7) or rows (NHWC: row n H + h is row (n H + h) % 3),
+// and outputs at the corners, edges, centre and random pixels of every filter and image are
+// checked against sums evaluated here; every output must be finite (poisoned with NaN first).
+TEST(Conv2dGpu, ImagesAtThe32BitLimit) {
+  WINCONV_REQUIRE_GPU();
+  const int64_t shapes[][9] = {
+      // n, c, h, w, k, r, s, stride, pad
+      {2, 8192, 511, 512, 8, 1, 1, 1, 0},  // x image: 2^31 - 4 Mi elements
+      {2, 2700, 512, 512, 8, 3, 3, 1, 1},  // window image: 2700 x 512 x 514 x 3 = 2.13e9 elements
+  };
+  constexpr int kPlanes = 7, kRows = 3;
+  std::mt19937_64 rng(2032);
+  for (const auto& row : shapes)
+    for (Layout layout : {Layout::kNCHW, Layout::kNHWC})
+      for (Conv2dAlgo algo : {Conv2dAlgo::kOnChip, Conv2dAlgo::kMaterialized}) {
+        const Conv2dConfig cfg = config_from_row(row, layout, algo);
+        const Conv2dProblem& pb = cfg.problem;
+        SCOPED_TRACE(testing::describe(cfg));
+        ASSERT_TRUE(conv2d_validate(cfg).ok());
+        size_t ws_bytes = 0;
+        ASSERT_TRUE(conv2d_forward_workspace_size(cfg, &ws_bytes).ok());
+        WINCONV_REQUIRE_DEVICE_MEMORY(sizeof(float) * size_t(pb.x_elements() + pb.y_elements()) + ws_bytes +
+                                      (size_t(1) << 30));
+        const bool nchw = layout == Layout::kNCHW;
+        const size_t unit = size_t(nchw ? pb.h * pb.w : pb.w * pb.c);  // a plane or a row, in floats
+        const size_t units = size_t(pb.x_elements()) / unit, pool = nchw ? kPlanes : kRows;
+        std::vector<std::vector<float>> xs(pool);
+        DeviceBuffer<float> dx(size_t(pb.x_elements())), dy(size_t(pb.y_elements()));
+        for (size_t i = 0; i < pool; ++i) {
+          xs[i] = random_vector(unit, rng);
+          ASSERT_EQ(cudaMemcpy(dx.ptr + i * unit, xs[i].data(), unit * sizeof(float), cudaMemcpyHostToDevice),
+                    cudaSuccess);
+        }
+        for (size_t i = pool; i < units; ++i)
+          ASSERT_EQ(cudaMemcpy(dx.ptr + i * unit, dx.ptr + (i % pool) * unit, unit * sizeof(float),
+                               cudaMemcpyDeviceToDevice),
+                    cudaSuccess);
+        const auto w = random_vector(size_t(pb.w_elements()), rng);
+        DeviceBuffer<float> dw(w);
+        dy.poison();
+        DeviceBuffer<char> ws(ws_bytes);
+        const Status st = conv2d_forward(cfg, dx.ptr, dw.ptr, dy.ptr, ws.ptr, ws_bytes, nullptr);
+        ASSERT_TRUE(st.ok()) << st.to_string();
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        const std::vector<float> y = dy.to_host();
+        EXPECT_EQ(std::count_if(y.begin(), y.end(), [](float v) { return !std::isfinite(v); }), 0)
+            << "outputs that are not finite";
+
+        auto x_at = [&](int64_t n, int64_t c, int64_t h, int64_t wi) -> double {
+          if (h < 0 || h >= pb.h || wi < 0 || wi >= pb.w) return 0.0;  // zero padding
+          return nchw ? xs[size_t(n * pb.c + c) % pool][size_t(h * pb.w + wi)]
+                      : xs[size_t(n * pb.h + h) % pool][size_t(wi * pb.c + c)];
+        };
+        auto w_at = [&](int64_t k, int64_t c, int64_t r, int64_t s) -> double {
+          return w[size_t(nchw ? ((k * pb.c + c) * pb.r + r) * pb.s + s : ((k * pb.r + r) * pb.s + s) * pb.c + c)];
+        };
+        const int64_t P = pb.p(), Q = pb.q();
+        std::vector<std::pair<int64_t, int64_t>> pixels = {{0, 0}, {0, Q - 1}, {P - 1, 0}, {P - 1, Q - 1},
+                                                           {P / 2, Q / 2}};
+        for (int i = 0; i < 20; ++i) pixels.emplace_back(int64_t(rng() % P), int64_t(rng() % Q));
+        std::vector<double> got, want;
+        for (int64_t n = 0; n < pb.n; ++n)
+          for (int64_t k = 0; k < pb.k; ++k)
+            for (const auto& [p, q] : pixels) {
+              double sum = 0;
+              for (int64_t c = 0; c < pb.c; ++c)
+                for (int64_t r = 0; r < pb.r; ++r)
+                  for (int64_t s = 0; s < pb.s; ++s)
+                    sum += x_at(n, c, p * pb.stride_h - pb.pad_h + r, q * pb.stride_w - pb.pad_w + s) *
+                           w_at(k, c, r, s);
+              want.push_back(sum);
+              got.push_back(y[size_t(nchw ? ((n * pb.k + k) * P + p) * Q + q : ((n * P + p) * Q + q) * pb.k + k)]);
+            }
+        EXPECT_LE(testing::relative_l2(got, want), 1e-5);
+      }
+}
+
 TEST(Conv2dGpu, EveryTileShapeMatchesReference) {
   // Each tile shape forced on shapes with tails in M, N and K, with and without padding, every
   // gather (NCHW, NHWC with C % 4 == 0 and != 0, on chip and materialized): the selection rule
