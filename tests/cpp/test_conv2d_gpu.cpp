@@ -159,6 +159,28 @@ TEST(Conv2dGpu, LargeTilesAndManyTiles) {
       }
 }
 
+// Each row {n, c, h, w, k, r, s, stride, pad} in both layouts, windows on chip and materialized.
+template <size_t N>
+std::vector<Conv2dConfig> every_layout_and_window_algo(const int64_t (&rows)[N][9]) {
+  std::vector<Conv2dConfig> cfgs;
+  for (const auto& row : rows)
+    for (Layout layout : {Layout::kNCHW, Layout::kNHWC})
+      for (Conv2dAlgo algo : {Conv2dAlgo::kOnChip, Conv2dAlgo::kMaterialized})
+        cfgs.push_back(config_from_row(row, layout, algo));
+  return cfgs;
+}
+
+// Fills dst with `units` runs of floats, run i a copy of pool[i % pool.size()] (all runs of one
+// length): the pool uploaded, the rest copied on the device.
+void upload_repeating(float* dst, const std::vector<std::vector<float>>& pool, size_t units) {
+  const size_t unit = pool[0].size(), bytes = unit * sizeof(float);
+  for (size_t i = 0; i < pool.size(); ++i)
+    EXPECT_EQ(cudaMemcpy(dst + i * unit, pool[i].data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  for (size_t i = pool.size(); i < units; ++i)
+    EXPECT_EQ(cudaMemcpy(dst + i * unit, dst + (i % pool.size()) * unit, bytes, cudaMemcpyDeviceToDevice),
+              cudaSuccess);
+}
+
 // Tensors past 2^31 elements. The kernels index inside one image in 32 bits and step between
 // images with 64-bit offsets (conv2d_validate.cpp), so only whole tensors may pass 2^31 elements,
 // and must. Image i of x is random image i % 3, so image i of y must match the FP64 reference of
@@ -174,50 +196,43 @@ TEST(Conv2dGpu, TensorsPast2To31Elements) {
   };
   constexpr int kImages = 3;
   std::mt19937_64 rng(2031);
-  for (const auto& row : shapes)
-    for (Layout layout : {Layout::kNCHW, Layout::kNHWC})
-      for (Conv2dAlgo algo : {Conv2dAlgo::kOnChip, Conv2dAlgo::kMaterialized}) {
-        const Conv2dConfig cfg = config_from_row(row, layout, algo);
-        const Conv2dProblem& pb = cfg.problem;
-        SCOPED_TRACE(testing::describe(cfg));
-        size_t ws_bytes = 0;
-        ASSERT_TRUE(conv2d_forward_workspace_size(cfg, &ws_bytes).ok());
-        const size_t x_img = size_t(pb.c * pb.h * pb.w), y_img = size_t(pb.k * pb.p() * pb.q());
-        WINCONV_REQUIRE_DEVICE_MEMORY(sizeof(float) * size_t(pb.n) * (x_img + y_img) + ws_bytes + (size_t(1) << 30));
-        Conv2dConfig one = cfg;
-        one.problem.n = 1;
-        const auto w = random_vector(size_t(pb.w_elements()), rng);
-        DeviceBuffer<float> dx(size_t(pb.x_elements())), dw(w), dy(size_t(pb.y_elements()));
-        std::vector<std::vector<double>> refs(kImages, std::vector<double>(y_img));
-        for (int i = 0; i < kImages; ++i) {
-          const auto x = random_vector(x_img, rng);
-          ASSERT_TRUE(conv2d_reference(one, x.data(), w.data(), refs[i].data()).ok());
-          ASSERT_EQ(cudaMemcpy(dx.ptr + i * x_img, x.data(), x_img * sizeof(float), cudaMemcpyHostToDevice),
-                    cudaSuccess);
-        }
-        for (int64_t i = kImages; i < pb.n; ++i)
-          ASSERT_EQ(cudaMemcpy(dx.ptr + i * x_img, dx.ptr + (i % kImages) * x_img, x_img * sizeof(float),
-                               cudaMemcpyDeviceToDevice),
-                    cudaSuccess);
-        dy.poison();
-        DeviceBuffer<char> ws(ws_bytes);
-        const Status st = conv2d_forward(cfg, dx.ptr, dw.ptr, dy.ptr, ws.ptr, ws_bytes, nullptr);
-        ASSERT_TRUE(st.ok()) << st.to_string();
-        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-        std::vector<double> err(size_t(pb.n), 0.0);  // per image; a failed copy counts as NaN
-        testing::parallel_ranges(size_t(pb.n), [&](size_t begin, size_t end) {
-          std::vector<float> y(y_img);
-          for (size_t i = begin; i < end; ++i) {
-            const bool copied =
-                cudaMemcpy(y.data(), dy.ptr + i * y_img, y_img * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess;
-            err[i] = copied ? testing::relative_l2(y, refs[i % kImages]) : NAN;
-          }
-        });
-        size_t worst = 0;
-        for (size_t i = 0; i < err.size(); ++i)
-          if (!(err[i] <= err[worst])) worst = i;  // NaN and infinity included
-        EXPECT_LE(err[worst], 1e-5) << "worst: image " << worst << " of " << pb.n;
+  for (const Conv2dConfig& cfg : every_layout_and_window_algo(shapes)) {
+    const Conv2dProblem& pb = cfg.problem;
+    SCOPED_TRACE(testing::describe(cfg));
+    size_t ws_bytes = 0;
+    ASSERT_TRUE(conv2d_forward_workspace_size(cfg, &ws_bytes).ok());
+    const size_t x_img = size_t(pb.c * pb.h * pb.w), y_img = size_t(pb.k * pb.p() * pb.q());
+    WINCONV_REQUIRE_DEVICE_MEMORY(sizeof(float) * size_t(pb.n) * (x_img + y_img) + ws_bytes + (size_t(1) << 30));
+    Conv2dConfig one = cfg;
+    one.problem.n = 1;
+    const auto w = random_vector(size_t(pb.w_elements()), rng);
+    DeviceBuffer<float> dx(size_t(pb.x_elements())), dw(w), dy(size_t(pb.y_elements()));
+    std::vector<std::vector<float>> xs(kImages);
+    std::vector<std::vector<double>> refs(kImages, std::vector<double>(y_img));
+    for (int i = 0; i < kImages; ++i) {
+      xs[i] = random_vector(x_img, rng);
+      ASSERT_TRUE(conv2d_reference(one, xs[i].data(), w.data(), refs[i].data()).ok());
+    }
+    upload_repeating(dx.ptr, xs, size_t(pb.n));
+    dy.poison();
+    DeviceBuffer<char> ws(ws_bytes);
+    const Status st = conv2d_forward(cfg, dx.ptr, dw.ptr, dy.ptr, ws.ptr, ws_bytes, nullptr);
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<double> err(size_t(pb.n), 0.0);  // per image; a failed copy counts as NaN
+    testing::parallel_ranges(size_t(pb.n), [&](size_t begin, size_t end) {
+      std::vector<float> y(y_img);
+      for (size_t i = begin; i < end; ++i) {
+        const bool copied =
+            cudaMemcpy(y.data(), dy.ptr + i * y_img, y_img * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess;
+        err[i] = copied ? testing::relative_l2(y, refs[i % kImages]) : NAN;
       }
+    });
+    size_t worst = 0;
+    for (size_t i = 0; i < err.size(); ++i)
+      if (!(err[i] <= err[worst])) worst = i;  // NaN and infinity included
+    EXPECT_LE(err[worst], 1e-5) << "worst: image " << worst << " of " << pb.n;
+  }
 }
 
 // Images at the 32-bit limit: one image's x (1 x 1 filters) or window tensor (3 x 3) just under
@@ -235,69 +250,59 @@ TEST(Conv2dGpu, ImagesAtThe32BitLimit) {
   };
   constexpr int kPlanes = 7, kRows = 3;
   std::mt19937_64 rng(2032);
-  for (const auto& row : shapes)
-    for (Layout layout : {Layout::kNCHW, Layout::kNHWC})
-      for (Conv2dAlgo algo : {Conv2dAlgo::kOnChip, Conv2dAlgo::kMaterialized}) {
-        const Conv2dConfig cfg = config_from_row(row, layout, algo);
-        const Conv2dProblem& pb = cfg.problem;
-        SCOPED_TRACE(testing::describe(cfg));
-        ASSERT_TRUE(conv2d_validate(cfg).ok());
-        size_t ws_bytes = 0;
-        ASSERT_TRUE(conv2d_forward_workspace_size(cfg, &ws_bytes).ok());
-        WINCONV_REQUIRE_DEVICE_MEMORY(sizeof(float) * size_t(pb.x_elements() + pb.y_elements()) + ws_bytes +
-                                      (size_t(1) << 30));
-        const bool nchw = layout == Layout::kNCHW;
-        const size_t unit = size_t(nchw ? pb.h * pb.w : pb.w * pb.c);  // a plane or a row, in floats
-        const size_t units = size_t(pb.x_elements()) / unit, pool = nchw ? kPlanes : kRows;
-        std::vector<std::vector<float>> xs(pool);
-        DeviceBuffer<float> dx(size_t(pb.x_elements())), dy(size_t(pb.y_elements()));
-        for (size_t i = 0; i < pool; ++i) {
-          xs[i] = random_vector(unit, rng);
-          ASSERT_EQ(cudaMemcpy(dx.ptr + i * unit, xs[i].data(), unit * sizeof(float), cudaMemcpyHostToDevice),
-                    cudaSuccess);
-        }
-        for (size_t i = pool; i < units; ++i)
-          ASSERT_EQ(cudaMemcpy(dx.ptr + i * unit, dx.ptr + (i % pool) * unit, unit * sizeof(float),
-                               cudaMemcpyDeviceToDevice),
-                    cudaSuccess);
-        const auto w = random_vector(size_t(pb.w_elements()), rng);
-        DeviceBuffer<float> dw(w);
-        dy.poison();
-        DeviceBuffer<char> ws(ws_bytes);
-        const Status st = conv2d_forward(cfg, dx.ptr, dw.ptr, dy.ptr, ws.ptr, ws_bytes, nullptr);
-        ASSERT_TRUE(st.ok()) << st.to_string();
-        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-        const std::vector<float> y = dy.to_host();
-        EXPECT_EQ(std::count_if(y.begin(), y.end(), [](float v) { return !std::isfinite(v); }), 0)
-            << "outputs that are not finite";
+  for (const Conv2dConfig& cfg : every_layout_and_window_algo(shapes)) {
+    const Conv2dProblem& pb = cfg.problem;
+    SCOPED_TRACE(testing::describe(cfg));
+    ASSERT_TRUE(conv2d_validate(cfg).ok());
+    size_t ws_bytes = 0;
+    ASSERT_TRUE(conv2d_forward_workspace_size(cfg, &ws_bytes).ok());
+    WINCONV_REQUIRE_DEVICE_MEMORY(sizeof(float) * size_t(pb.x_elements() + pb.y_elements()) + ws_bytes +
+                                  (size_t(1) << 30));
+    const bool nchw = cfg.layout == Layout::kNCHW;
+    const size_t unit = size_t(nchw ? pb.h * pb.w : pb.w * pb.c);  // a plane or a row, in floats
+    const size_t units = size_t(pb.x_elements()) / unit, pool = nchw ? kPlanes : kRows;
+    std::vector<std::vector<float>> xs(pool);
+    for (auto& v : xs) v = random_vector(unit, rng);
+    DeviceBuffer<float> dx(size_t(pb.x_elements())), dy(size_t(pb.y_elements()));
+    upload_repeating(dx.ptr, xs, units);
+    const auto w = random_vector(size_t(pb.w_elements()), rng);
+    DeviceBuffer<float> dw(w);
+    dy.poison();
+    DeviceBuffer<char> ws(ws_bytes);
+    const Status st = conv2d_forward(cfg, dx.ptr, dw.ptr, dy.ptr, ws.ptr, ws_bytes, nullptr);
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const std::vector<float> y = dy.to_host();
+    EXPECT_EQ(std::count_if(y.begin(), y.end(), [](float v) { return !std::isfinite(v); }), 0)
+        << "outputs that are not finite";
 
-        auto x_at = [&](int64_t n, int64_t c, int64_t h, int64_t wi) -> double {
-          if (h < 0 || h >= pb.h || wi < 0 || wi >= pb.w) return 0.0;  // zero padding
-          return nchw ? xs[size_t(n * pb.c + c) % pool][size_t(h * pb.w + wi)]
-                      : xs[size_t(n * pb.h + h) % pool][size_t(wi * pb.c + c)];
-        };
-        auto w_at = [&](int64_t k, int64_t c, int64_t r, int64_t s) -> double {
-          return w[size_t(nchw ? ((k * pb.c + c) * pb.r + r) * pb.s + s : ((k * pb.r + r) * pb.s + s) * pb.c + c)];
-        };
-        const int64_t P = pb.p(), Q = pb.q();
-        std::vector<std::pair<int64_t, int64_t>> pixels = {{0, 0}, {0, Q - 1}, {P - 1, 0}, {P - 1, Q - 1},
-                                                           {P / 2, Q / 2}};
-        for (int i = 0; i < 20; ++i) pixels.emplace_back(int64_t(rng() % P), int64_t(rng() % Q));
-        std::vector<double> got, want;
-        for (int64_t n = 0; n < pb.n; ++n)
-          for (int64_t k = 0; k < pb.k; ++k)
-            for (const auto& [p, q] : pixels) {
-              double sum = 0;
-              for (int64_t c = 0; c < pb.c; ++c)
-                for (int64_t r = 0; r < pb.r; ++r)
-                  for (int64_t s = 0; s < pb.s; ++s)
-                    sum += x_at(n, c, p * pb.stride_h - pb.pad_h + r, q * pb.stride_w - pb.pad_w + s) *
-                           w_at(k, c, r, s);
-              want.push_back(sum);
-              got.push_back(y[size_t(nchw ? ((n * pb.k + k) * P + p) * Q + q : ((n * P + p) * Q + q) * pb.k + k)]);
-            }
-        EXPECT_LE(testing::relative_l2(got, want), 1e-5);
-      }
+    auto x_at = [&](int64_t n, int64_t c, int64_t h, int64_t wi) -> double {
+      if (h < 0 || h >= pb.h || wi < 0 || wi >= pb.w) return 0.0;  // zero padding
+      return nchw ? xs[size_t(n * pb.c + c) % pool][size_t(h * pb.w + wi)]
+                  : xs[size_t(n * pb.h + h) % pool][size_t(wi * pb.c + c)];
+    };
+    auto w_at = [&](int64_t k, int64_t c, int64_t r, int64_t s) -> double {
+      return w[size_t(nchw ? ((k * pb.c + c) * pb.r + r) * pb.s + s : ((k * pb.r + r) * pb.s + s) * pb.c + c)];
+    };
+    const int64_t P = pb.p(), Q = pb.q();
+    std::vector<std::pair<int64_t, int64_t>> pixels = {{0, 0}, {0, Q - 1}, {P - 1, 0}, {P - 1, Q - 1},
+                                                       {P / 2, Q / 2}};
+    for (int i = 0; i < 20; ++i) pixels.emplace_back(int64_t(rng() % P), int64_t(rng() % Q));
+    std::vector<double> got, want;
+    for (int64_t n = 0; n < pb.n; ++n)
+      for (int64_t k = 0; k < pb.k; ++k)
+        for (const auto& [p, q] : pixels) {
+          double sum = 0;
+          for (int64_t c = 0; c < pb.c; ++c)
+            for (int64_t r = 0; r < pb.r; ++r)
+              for (int64_t s = 0; s < pb.s; ++s)
+                sum += x_at(n, c, p * pb.stride_h - pb.pad_h + r, q * pb.stride_w - pb.pad_w + s) *
+                       w_at(k, c, r, s);
+          want.push_back(sum);
+          got.push_back(y[size_t(nchw ? ((n * pb.k + k) * P + p) * Q + q : ((n * P + p) * Q + q) * pb.k + k)]);
+        }
+    EXPECT_LE(testing::relative_l2(got, want), 1e-5);
+  }
 }
 
 TEST(Conv2dGpu, EveryTileShapeMatchesReference) {
