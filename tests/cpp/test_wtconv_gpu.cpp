@@ -479,6 +479,55 @@ const std::vector<double>& grad_of_set(const WtconvReferenceGrads& g, size_t t) 
 }
 char* bytes_at(const DevBuf& b, size_t offset) { return static_cast<char*>(b.p) + offset; }
 
+// A parameter set (params_of_set's list, any number of channels) in device memory, with gradient
+// buffers of the same sizes poisoned with NaN.
+struct DeviceSet {
+  std::vector<std::unique_ptr<DevBuf>> values, grads;
+  explicit DeviceSet(const std::vector<std::vector<float>>& set) {
+    for (const auto& v : set) {
+      values.emplace_back(new DevBuf(v.size() * 4));
+      EXPECT_EQ(cudaMemcpy(values.back()->p, v.data(), v.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+      grads.emplace_back(new DevBuf(v.size() * 4));
+      grads.back()->poison();
+    }
+  }
+  WtconvParams params(int L, bool bias) const {
+    WtconvParams h;
+    h.base_weight = value(0); h.base_scale = value(1); h.base_bias = bias ? value(2) : nullptr;
+    for (int l = 0; l < L; ++l) { h.level_weight[l] = value(3 + 2 * l); h.level_scale[l] = value(4 + 2 * l); }
+    return h;
+  }
+  WtconvParamGrads param_grads(int L, bool bias) const {
+    WtconvParamGrads g;
+    g.base_weight = grad(0); g.base_scale = grad(1); g.base_bias = bias ? grad(2) : nullptr;
+    for (int l = 0; l < L; ++l) { g.level_weight[l] = grad(3 + 2 * l); g.level_scale[l] = grad(4 + 2 * l); }
+    return g;
+  }
+  float* value(size_t t) const { return static_cast<float*>(values[t]->p); }
+  float* grad(size_t t) const { return static_cast<float*>(grads[t]->p); }
+};
+// A random parameter set for one channel (params_of_set's list), drawn as run_case draws its.
+std::vector<std::vector<float>> random_set(std::mt19937& rng, int k, int L) {
+  std::normal_distribution<float> nd(0.f, 1.f);
+  auto randv = [&](size_t n, float sc, float mean) {
+    std::vector<float> v(n);
+    for (auto& x : v) x = mean + sc * nd(rng);
+    return v;
+  };
+  const size_t kk = size_t(k) * k;
+  std::vector<std::vector<float>> set = {randv(kk, 1.f / k, 0), randv(1, 0.3f, 1), randv(1, 0.5f, 0)};
+  for (int l = 0; l < L; ++l) {
+    set.push_back(randv(4 * kk, 1.f / k, 0));
+    set.push_back(randv(4, 0.3f, 0.5f));
+  }
+  return set;
+}
+// The name of entry t of a set's gradients.
+std::string grad_name(size_t t) {
+  if (t < 3) return t == 0 ? "dW0" : t == 1 ? "ds0" : "db0";
+  return ((t - 3) % 2 == 0 ? "dW" : "ds") + std::to_string((t - 3) / 2 + 1);
+}
+
 // Tensors past 2^31 elements (the API takes up to 2^40): the kernels index inside a plane in 32
 // bits and between planes with 64-bit offsets. Plane (n, c) of x and dy is random plane c % 3 and
 // channel c takes parameter set c % 3, so plane (n, c) of y and dx must match the float64 oracle
@@ -539,11 +588,7 @@ TEST(WtconvGpu, TensorsPast2To31Elements) {
       const std::vector<char> xb = encode(cs.prec, xs[j]), dyb = encode(cs.prec, dys[j]);  // x, dy rounded
       ASSERT_EQ(cudaMemcpy(bytes_at(dx_in, j * xplane), xb.data(), xplane, cudaMemcpyHostToDevice), cudaSuccess);
       ASSERT_EQ(cudaMemcpy(bytes_at(ddy, j * yplane), dyb.data(), yplane, cudaMemcpyHostToDevice), cudaSuccess);
-      sets[j] = {randv(kk, 1.f / sh.k, 0), randv(1, 0.3f, 1), randv(1, 0.5f, 0)};
-      for (int l = 0; l < sh.L; ++l) {
-        sets[j].push_back(randv(4 * kk, 1.f / sh.k, 0));
-        sets[j].push_back(randv(4, 0.3f, 0.5f));
-      }
+      sets[j] = random_set(rng, sh.k, sh.L);
     }
     std::vector<double> yref[kSets], dxref[kSets];
     WtconvReferenceGrads g[kSets], ga[kSets];
@@ -570,7 +615,6 @@ TEST(WtconvGpu, TensorsPast2To31Elements) {
     // Channel c takes set c % kSets; its gradients and their terms' sizes are B times the set's.
     std::vector<std::vector<float>> all(len.size());
     std::vector<std::vector<double>> want(len.size()), terms(len.size());
-    std::vector<std::unique_ptr<DevBuf>> grads;
     for (size_t t = 0; t < len.size(); ++t) {
       for (int c = 0; c < sh.C; ++c) {
         const int j = c % kSets;
@@ -581,24 +625,10 @@ TEST(WtconvGpu, TensorsPast2To31Elements) {
           terms[t].push_back(sh.B * grad_of_set(ga[j], t)[i]);
         }
       }
-      grads.emplace_back(new DevBuf(all[t].size() * 4));
-      grads.back()->poison();
     }
-    std::vector<std::unique_ptr<DevBuf>> param_bufs;
-    for (const auto& v : all) {
-      param_bufs.emplace_back(new DevBuf(v.size() * 4));
-      ASSERT_EQ(cudaMemcpy(param_bufs.back()->p, v.data(), v.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
-    }
-    auto fp = [&](size_t t) { return static_cast<float*>(param_bufs[t]->p); };
-    auto gp = [&](size_t t) { return static_cast<float*>(grads[t]->p); };
-    WtconvParams prm;
-    WtconvParamGrads grd;
-    prm.base_weight = fp(0); prm.base_scale = fp(1); prm.base_bias = cs.bias ? fp(2) : nullptr;
-    grd.base_weight = gp(0); grd.base_scale = gp(1); grd.base_bias = cs.bias ? gp(2) : nullptr;
-    for (int l = 0; l < sh.L; ++l) {
-      prm.level_weight[l] = fp(3 + 2 * l); prm.level_scale[l] = fp(4 + 2 * l);
-      grd.level_weight[l] = gp(3 + 2 * l); grd.level_scale[l] = gp(4 + 2 * l);
-    }
+    const DeviceSet dev(all);
+    const WtconvParams prm = dev.params(sh.L, cs.bias);
+    const WtconvParamGrads grd = dev.param_grads(sh.L, cs.bias);
     DevBuf fw(fws), bw(bws);
     dy_out.poison(); ddx.poison(); fw.poison(); bw.poison();
     const Status fst = wtconv_forward(p, dx_in.p, prm, dy_out.p, fw.p, fws, nullptr);
@@ -628,11 +658,114 @@ TEST(WtconvGpu, TensorsPast2To31Elements) {
     check_planes("dx", ddx, xplane, dxref);
     for (size_t t = 0; t < len.size(); ++t) {
       if (t == 2 && !cs.bias) continue;
-      const std::string name = t == 0 ? "dW0" : t == 1 ? "ds0" : t == 2 ? "db0"
-                             : ((t - 3) % 2 == 0 ? "dW" : "ds") + std::to_string((t - 3) / 2 + 1);
-      EXPECT_LE(l2_error(decode(Precision::kFP32, grads[t]->get()), want[t]), tol * l2_norm(terms[t]))
-          << name << " against its terms' size";
+      EXPECT_LE(l2_error(decode(Precision::kFP32, dev.grads[t]->get()), want[t]), tol * l2_norm(terms[t]))
+          << grad_name(t) << " against its terms' size";
     }
+  }
+}
+
+// Planes at the 32-bit limit: one plane of up to 2^29 elements, the largest the validation admits
+// (inside a plane the kernels index in 32 bits, with room for the four subbands). x and dy repeat
+// one random T x T tile (T = 64, a multiple of 2^L), and an output depends on inputs within a
+// bounded reach, so every output of the large plane equals one of a small plane with the same
+// tile: rows and columns within m of an edge (m, a multiple of T, above the reach) keep their
+// distance from that edge, inner ones map into [m, m + T), the same phase. The small plane
+// (2 m + T + d on a side, d making the sizes agree mod T) goes through the float64 oracle; every
+// element of y and dx of the large plane is checked against it, NaN-poisoned first, and the
+// parameter gradients (sums over the whole plane) must be finite.
+TEST(WtconvGpu, PlanesAtThe32BitLimit) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
+  struct Case {
+    int H, W, k, L;
+    Precision prec;
+  };
+  const Case cases[] = {{16384, 32764, 5, 2, Precision::kFP32},   // the fused fixed tiles
+                        {23169, 23171, 7, 3, Precision::kBF16},   // odd sizes
+                        {23167, 23173, 9, 1, Precision::kFP16}};  // the runtime-k kernels
+  constexpr int T = 64;
+  for (const Case& cs : cases) {
+    SCOPED_TRACE(::testing::Message() << cs.H << "x" << cs.W << " k" << cs.k << " L" << cs.L << " prec"
+                                      << int(cs.prec));
+    WtconvProblem p;
+    p.height = cs.H; p.width = cs.W; p.kernel_size = cs.k; p.levels = cs.L; p.precision = cs.prec;
+    ASSERT_TRUE(wtconv_validate(p).ok());
+    size_t fws = 0, bws = 0;
+    ASSERT_TRUE(wtconv_forward_workspace_size(p, &fws).ok());
+    ASSERT_TRUE(wtconv_backward_workspace_size(p, &bws).ok());
+    const size_t e = esz(cs.prec), plane = size_t(cs.H) * cs.W, row = size_t(cs.W) * e;  // row in bytes
+    WINCONV_REQUIRE_DEVICE_MEMORY(4 * plane * e + fws + bws + (size_t(1) << 30));
+
+    const int reach = (1 << (cs.L + 1)) * (cs.k / 2 + 1) + cs.k, m = (reach + T - 1) / T * T;
+    auto small_size = [&](int n) { return 2 * m + T + ((n - 2 * m - T) % T + T) % T; };
+    auto to_small = [&](int i, int n, int ns) { return i < m ? i : i >= n - m ? i - n + ns : m + (i - m) % T; };
+    WtconvProblem ps = p;
+    ps.height = small_size(cs.H);
+    ps.width = small_size(cs.W);
+    std::mt19937 rng(7000 + cs.k);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    // The tiles, rounded to the precision; the large planes from T-row bands; the small ones.
+    std::vector<float> tiles[2];  // x, dy
+    std::vector<float> small[2];
+    DevBuf dx_in(plane * e), ddy(plane * e), dy_out(plane * e), ddx(plane * e);
+    const DevBuf* large[2] = {&dx_in, &ddy};
+    for (int t = 0; t < 2; ++t) {
+      tiles[t].resize(T * T);
+      for (auto& v : tiles[t]) v = nd(rng);
+      encode(cs.prec, tiles[t]);
+      std::vector<float> band(size_t(T) * cs.W);
+      for (int r = 0; r < T; ++r)
+        for (int c = 0; c < cs.W; ++c) band[size_t(r) * cs.W + c] = tiles[t][r * T + c % T];
+      const std::vector<char> band_bytes = encode(cs.prec, band);
+      ASSERT_EQ(cudaMemcpy(large[t]->p, band_bytes.data(), band_bytes.size(), cudaMemcpyHostToDevice), cudaSuccess);
+      for (int r0 = T; r0 < cs.H; r0 += T)
+        ASSERT_EQ(cudaMemcpy(bytes_at(*large[t], r0 * row), large[t]->p, std::min(T, cs.H - r0) * row,
+                             cudaMemcpyDeviceToDevice),
+                  cudaSuccess);
+      small[t].resize(size_t(ps.height) * ps.width);
+      for (int r = 0; r < ps.height; ++r)
+        for (int c = 0; c < ps.width; ++c) small[t][size_t(r) * ps.width + c] = tiles[t][(r % T) * T + c % T];
+    }
+    const auto set = random_set(rng, cs.k, cs.L);
+    std::vector<double> yref;
+    WtconvReferenceGrads g;
+    wtconv_reference_forward(ps, small[0].data(), params_of_set(set, cs.L, true), &yref);
+    wtconv_reference_backward(ps, small[1].data(), small[0].data(), params_of_set(set, cs.L, true), &g);
+
+    const DeviceSet dev(set);
+    DevBuf fw(fws), bw(bws);
+    dy_out.poison(); ddx.poison(); fw.poison(); bw.poison();
+    const Status fst = wtconv_forward(p, dx_in.p, dev.params(cs.L, true), dy_out.p, fw.p, fws, nullptr);
+    ASSERT_TRUE(fst.ok()) << fst.to_string();
+    const WtconvParamGrads grads = dev.param_grads(cs.L, true);
+    const Status bst = wtconv_backward(p, ddy.p, dx_in.p, dev.params(cs.L, true), ddx.p, grads, bw.p, bws, nullptr);
+    ASSERT_TRUE(bst.ok()) << bst.to_string();
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+
+    const double tol = cs.prec == Precision::kFP32 ? 1e-5 : 1e-2;
+    // Relative L2 error of a large plane against the small plane's oracle, mapped (NaN: infinity).
+    auto check_plane = [&](const char* name, const DevBuf& buf, const std::vector<double>& ref) {
+      const std::vector<char> raw = buf.get();
+      std::vector<double> num(cs.H), den(cs.H);
+      winconv::testing::parallel_ranges(size_t(cs.H), [&](size_t begin, size_t end) {
+        for (size_t r = begin; r < end; ++r) {
+          const std::vector<double> got =
+              decode(cs.prec, std::vector<char>(raw.begin() + r * row, raw.begin() + (r + 1) * row));
+          const double* want = ref.data() + size_t(to_small(int(r), cs.H, ps.height)) * ps.width;
+          for (int c = 0; c < cs.W; ++c) {
+            const double d = got[c] - want[to_small(c, cs.W, ps.width)];
+            num[r] += std::isfinite(got[c]) ? d * d : INFINITY;
+            den[r] += want[to_small(c, cs.W, ps.width)] * want[to_small(c, cs.W, ps.width)];
+          }
+        }
+      });
+      double n2 = 0, d2 = 0;
+      for (int r = 0; r < cs.H; ++r) n2 += num[r], d2 += den[r];
+      EXPECT_LE(std::sqrt(n2 / d2), tol) << name;
+    };
+    check_plane("y", dy_out, yref);
+    check_plane("dx", ddx, g.dx);
+    for (size_t t = 0; t < set.size(); ++t)
+      for (double v : decode(Precision::kFP32, dev.grads[t]->get())) ASSERT_TRUE(std::isfinite(v)) << grad_name(t);
   }
 }
 
