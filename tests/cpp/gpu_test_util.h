@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <thread>
 #include <vector>
 
@@ -55,6 +56,16 @@ void parallel_ranges(size_t n, F f) {
   std::vector<std::thread> pool;
   for (size_t t = 0; t < threads; ++t) pool.emplace_back(f, n * t / threads, n * (t + 1) / threads);
   for (std::thread& th : pool) th.join();
+}
+
+// Index of the largest error, or of the first NaN (which then never passes a bound).
+inline size_t worst_index(const std::vector<double>& err) {
+  size_t worst = 0;
+  for (size_t i = 0; i < err.size(); ++i) {
+    if (std::isnan(err[i])) return i;
+    if (err[i] > err[worst]) worst = i;
+  }
+  return worst;
 }
 
 template <typename T>

@@ -228,9 +228,7 @@ TEST(Conv2dGpu, TensorsPast2To31Elements) {
         err[i] = copied ? testing::relative_l2(y, refs[i % kImages]) : NAN;
       }
     });
-    size_t worst = 0;
-    for (size_t i = 0; i < err.size(); ++i)
-      if (!(err[i] <= err[worst])) worst = i;  // NaN and infinity included
+    const size_t worst = testing::worst_index(err);
     EXPECT_LE(err[worst], 1e-5) << "worst: image " << worst << " of " << pb.n;
   }
 }

@@ -649,9 +649,7 @@ TEST(WtconvGpu, TensorsPast2To31Elements) {
           err[i] = copied ? rel_l2(decode(cs.prec, raw), ref[(i % sh.C) % kSets]) : NAN;
         }
       });
-      size_t worst = 0;
-      for (size_t i = 0; i < planes; ++i)
-        if (!(err[i] <= err[worst])) worst = i;  // NaN and infinity included
+      const size_t worst = winconv::testing::worst_index(err);
       EXPECT_LE(err[worst], tol) << name << ": worst plane " << worst << " of " << planes;
     };
     check_planes("y", dy_out, yplane, yref);
