@@ -67,6 +67,12 @@ std::vector<double> decode(Precision p, const std::vector<char>& raw) {
   return out;
 }
 
+// |v|, element by element.
+std::vector<float> abs_of(std::vector<float> v) {
+  for (auto& e : v) e = std::fabs(e);
+  return v;
+}
+
 double l2_norm(const std::vector<double>& v) {
   double s = 0;
   for (double a : v) s += a * a;
@@ -174,13 +180,12 @@ std::vector<std::vector<char>> run_case(int B, int C, int H, int W, int k, int L
   // absolute error against the terms' size is what the accumulation order decides.
   WtconvReferenceGrads ga;
   if (param_grads_by_magnitude) {
-    auto mag = [](std::vector<float> v) { for (auto& e : v) e = std::fabs(e); return v; };
-    const std::vector<float> ax = mag(x), ady = mag(dy), aw0 = mag(w0), ab0 = mag(b0), as0 = mag(s0);
+    const std::vector<float> ax = abs_of(x), ady = abs_of(dy), aw0 = abs_of(w0), ab0 = abs_of(b0), as0 = abs_of(s0);
     std::vector<std::vector<float>> awl(L), asl(L);
     WtconvParams aprm = hprm;
     aprm.base_weight = aw0.data(); aprm.base_scale = as0.data(); aprm.base_bias = bias ? ab0.data() : nullptr;
     for (int l = 0; l < L; ++l) {
-      awl[l] = mag(wl[l]); asl[l] = mag(sl[l]);
+      awl[l] = abs_of(wl[l]); asl[l] = abs_of(sl[l]);
       aprm.level_weight[l] = awl[l].data(); aprm.level_scale[l] = asl[l].data();
     }
     wtconv_reference_magnitudes(p, ady.data(), ax.data(), aprm, &ga);
@@ -460,17 +465,23 @@ TEST(WtconvGpu, ManyPlanesPerBlockAndSplits) {
   run_case(1, 2, 40, 75, 13, 2, 1, Precision::kFP32, false, 7);
 }
 
-// A parameter set as one list: w0, s0, b0, then each level's weight and scale (per channel).
-WtconvParams params_of_set(const std::vector<std::vector<float>>& set, int L, bool bias) {
-  WtconvParams h;
-  h.base_weight = set[0].data();
-  h.base_scale = set[1].data();
-  h.base_bias = bias ? set[2].data() : nullptr;
+// A parameter set is one list: w0, s0, b0, then each level's weight and scale. bind_set fills
+// WtconvParams or WtconvParamGrads from entry t's pointer, at(t).
+template <typename P, typename At>
+P bind_set(At at, int L, bool bias) {
+  P h;
+  h.base_weight = at(0);
+  h.base_scale = at(1);
+  h.base_bias = bias ? at(2) : nullptr;
   for (int l = 0; l < L; ++l) {
-    h.level_weight[l] = set[3 + 2 * l].data();
-    h.level_scale[l] = set[4 + 2 * l].data();
+    h.level_weight[l] = at(3 + 2 * l);
+    h.level_scale[l] = at(4 + 2 * l);
   }
   return h;
+}
+// A host set as WtconvParams (for the oracle).
+WtconvParams params_of_set(const std::vector<std::vector<float>>& set, int L, bool bias) {
+  return bind_set<WtconvParams>([&](size_t t) { return set[t].data(); }, L, bias);
 }
 // Entry t of the same list in the oracle's gradients.
 const std::vector<double>& grad_of_set(const WtconvReferenceGrads& g, size_t t) {
@@ -492,21 +503,15 @@ struct DeviceSet {
     }
   }
   WtconvParams params(int L, bool bias) const {
-    WtconvParams h;
-    h.base_weight = value(0); h.base_scale = value(1); h.base_bias = bias ? value(2) : nullptr;
-    for (int l = 0; l < L; ++l) { h.level_weight[l] = value(3 + 2 * l); h.level_scale[l] = value(4 + 2 * l); }
-    return h;
+    return bind_set<WtconvParams>([&](size_t t) { return value(t); }, L, bias);
   }
   WtconvParamGrads param_grads(int L, bool bias) const {
-    WtconvParamGrads g;
-    g.base_weight = grad(0); g.base_scale = grad(1); g.base_bias = bias ? grad(2) : nullptr;
-    for (int l = 0; l < L; ++l) { g.level_weight[l] = grad(3 + 2 * l); g.level_scale[l] = grad(4 + 2 * l); }
-    return g;
+    return bind_set<WtconvParamGrads>([&](size_t t) { return grad(t); }, L, bias);
   }
   float* value(size_t t) const { return static_cast<float*>(values[t]->p); }
   float* grad(size_t t) const { return static_cast<float*>(grads[t]->p); }
 };
-// A random parameter set for one channel (params_of_set's list), drawn as run_case draws its.
+// A random parameter set for one channel (params_of_set's list), with run_case's distributions.
 std::vector<std::vector<float>> random_set(std::mt19937& rng, int k, int L) {
   std::normal_distribution<float> nd(0.f, 1.f);
   auto randv = [&](size_t n, float sc, float mean) {
@@ -573,10 +578,6 @@ TEST(WtconvGpu, TensorsPast2To31Elements) {
       for (auto& x : v) x = mean + sc * nd(rng);
       return v;
     };
-    auto mag = [](std::vector<float> v) {
-      for (auto& a : v) a = std::fabs(a);
-      return v;
-    };
     WtconvProblem one = p;
     one.batch = one.channels = 1;
     std::vector<size_t> len = {kk, 1, 1};
@@ -590,7 +591,7 @@ TEST(WtconvGpu, TensorsPast2To31Elements) {
       ASSERT_EQ(cudaMemcpy(bytes_at(ddy, j * yplane), dyb.data(), yplane, cudaMemcpyHostToDevice), cudaSuccess);
       sets[j] = random_set(rng, sh.k, sh.L);
     }
-    std::vector<double> yref[kSets], dxref[kSets];
+    std::vector<double> yref[kSets];
     WtconvReferenceGrads g[kSets], ga[kSets];
     winconv::testing::parallel_ranges(kSets, [&](size_t begin, size_t end) {
       for (size_t j = begin; j < end; ++j) {
@@ -598,10 +599,9 @@ TEST(WtconvGpu, TensorsPast2To31Elements) {
         const std::vector<float>& dy = dys[j];
         wtconv_reference_forward(one, x.data(), params_of_set(sets[j], sh.L, cs.bias), &yref[j]);
         wtconv_reference_backward(one, dy.data(), x.data(), params_of_set(sets[j], sh.L, cs.bias), &g[j]);
-        dxref[j] = g[j].dx;
         std::vector<std::vector<float>> abs_set;
-        for (const auto& v : sets[j]) abs_set.push_back(mag(v));
-        const std::vector<float> ax = mag(x), ady = mag(dy);
+        for (const auto& v : sets[j]) abs_set.push_back(abs_of(v));
+        const std::vector<float> ax = abs_of(x), ady = abs_of(dy);
         wtconv_reference_magnitudes(one, ady.data(), ax.data(), params_of_set(abs_set, sh.L, cs.bias), &ga[j]);
       }
     });
@@ -639,21 +639,21 @@ TEST(WtconvGpu, TensorsPast2To31Elements) {
 
     const double tol = cs.prec == Precision::kFP32 ? 1e-5 : 1e-2;
     // Every plane of y and dx against its oracle; the worst plane reported (NaN: infinity).
-    auto check_planes = [&](const char* name, const DevBuf& buf, size_t plane_bytes, const std::vector<double>* ref) {
+    auto check_planes = [&](const char* name, const DevBuf& buf, size_t plane_bytes, auto ref_of_set) {
       std::vector<double> err(planes, 0.0);  // a failed copy counts as NaN
       winconv::testing::parallel_ranges(planes, [&](size_t begin, size_t end) {
         std::vector<char> raw(plane_bytes);
         for (size_t i = begin; i < end; ++i) {
           const auto d2h = cudaMemcpyDeviceToHost;
           const bool copied = cudaMemcpy(raw.data(), bytes_at(buf, i * plane_bytes), plane_bytes, d2h) == cudaSuccess;
-          err[i] = copied ? rel_l2(decode(cs.prec, raw), ref[(i % sh.C) % kSets]) : NAN;
+          err[i] = copied ? rel_l2(decode(cs.prec, raw), ref_of_set((i % sh.C) % kSets)) : NAN;
         }
       });
       const size_t worst = winconv::testing::worst_index(err);
       EXPECT_LE(err[worst], tol) << name << ": worst plane " << worst << " of " << planes;
     };
-    check_planes("y", dy_out, yplane, yref);
-    check_planes("dx", ddx, xplane, dxref);
+    check_planes("y", dy_out, yplane, [&](size_t j) -> const std::vector<double>& { return yref[j]; });
+    check_planes("dx", ddx, xplane, [&](size_t j) -> const std::vector<double>& { return g[j].dx; });
     for (size_t t = 0; t < len.size(); ++t) {
       if (t == 2 && !cs.bias) continue;
       EXPECT_LE(l2_error(decode(Precision::kFP32, dev.grads[t]->get()), want[t]), tol * l2_norm(terms[t]))
@@ -732,14 +732,17 @@ TEST(WtconvGpu, PlanesAtThe32BitLimit) {
     const DeviceSet dev(set);
     DevBuf fw(fws), bw(bws);
     dy_out.poison(); ddx.poison(); fw.poison(); bw.poison();
-    const Status fst = wtconv_forward(p, dx_in.p, dev.params(cs.L, true), dy_out.p, fw.p, fws, nullptr);
+    const WtconvParams prm = dev.params(cs.L, true);
+    const WtconvParamGrads grd = dev.param_grads(cs.L, true);
+    const Status fst = wtconv_forward(p, dx_in.p, prm, dy_out.p, fw.p, fws, nullptr);
     ASSERT_TRUE(fst.ok()) << fst.to_string();
-    const WtconvParamGrads grads = dev.param_grads(cs.L, true);
-    const Status bst = wtconv_backward(p, ddy.p, dx_in.p, dev.params(cs.L, true), ddx.p, grads, bw.p, bws, nullptr);
+    const Status bst = wtconv_backward(p, ddy.p, dx_in.p, prm, ddx.p, grd, bw.p, bws, nullptr);
     ASSERT_TRUE(bst.ok()) << bst.to_string();
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 
     const double tol = cs.prec == Precision::kFP32 ? 1e-5 : 1e-2;
+    std::vector<int> small_col(cs.W);  // to_small of every column
+    for (int c = 0; c < cs.W; ++c) small_col[c] = to_small(c, cs.W, ps.width);
     // Relative L2 error of a large plane against the small plane's oracle, mapped (NaN: infinity).
     auto check_plane = [&](const char* name, const DevBuf& buf, const std::vector<double>& ref) {
       const std::vector<char> raw = buf.get();
@@ -750,9 +753,9 @@ TEST(WtconvGpu, PlanesAtThe32BitLimit) {
               decode(cs.prec, std::vector<char>(raw.begin() + r * row, raw.begin() + (r + 1) * row));
           const double* want = ref.data() + size_t(to_small(int(r), cs.H, ps.height)) * ps.width;
           for (int c = 0; c < cs.W; ++c) {
-            const double d = got[c] - want[to_small(c, cs.W, ps.width)];
+            const double expected = want[small_col[c]], d = got[c] - expected;
             num[r] += std::isfinite(got[c]) ? d * d : INFINITY;
-            den[r] += want[to_small(c, cs.W, ps.width)] * want[to_small(c, cs.W, ps.width)];
+            den[r] += expected * expected;
           }
         }
       });
