@@ -123,49 +123,9 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
       stage_blocks(std::false_type{});
     }
     __syncthreads();
-    if constexpr (K > 0) {
-      // Register-blocked subband convs into dz (one column strip of one subband per job).
-      const int strips = (th + kStripRows - 1) / kStripRows;
-      for (int e = threadIdx.x; e < np * 4 * strips * tw; e += blockDim.x) {
-        const StripJob j = strip_job(e, a.d.col, a.d.strips, kStripRows);  // slot = p * 4 + subband
-        float acc[kStripRows];
-        conv_column_strip<K, kStripRows>(wf + (j.slot & 3) * kk, gs + j.slot * plane + j.row0 * ew + j.col, ew,
-                                         eh - j.row0, acc);
-#pragma unroll
-        for (int o = 0; o < kStripRows; ++o)
-          if (j.row0 + o < th) dz[(j.slot * th + j.row0 + o) * tw + j.col] = acc[o];
-      }
-      __syncthreads();
-    } else if constexpr (kWindows) {
-      level_subband_windows<K>(wf, fs, filter_row_pitch(k), gs, eh, ew, th, tw, np, k, dz);
-      __syncthreads();
-    }
-    // dX_{l-1}: one coefficient (four children) per thread.
-    for (int e = threadIdx.x; e < np * th * tw; e += blockDim.x) {
-      const Pos3 q = split3(e, a.d.cell, a.d.col);
-      const int p = q.p, ty = q.y, tx = q.x;
-      const int b = pos.b0 + p, qy = pos.y0 + ty, qx = pos.x0 + tx;
-      if (b >= a.B || qy >= a.hq || qx >= a.wq) continue;
-      float d[4];
-#pragma unroll
-      for (int t = 0; t < 4; ++t) {
-        if constexpr (kWindows) d[t] = dz[((p * 4 + t) * th + ty) * tw + tx];
-        else d[t] = conv_window<1>(wf + t * fs, gs + (p * 4 + t) * plane + ty * ew + tx, ew, 1);
-      }
-      const int64_t pl = int64_t(b) * a.C + c;
-      if (a.dxin) d[0] += e == int(threadIdx.x) ? res_first : a.dxin[pl * a.hq * a.wq + int64_t(qy) * a.wq + qx];
-      Tc* dst = a.dxout + pl * a.hin * a.win;
-#pragma unroll
-      for (int dy = 0; dy < 2; ++dy) {
-        const int y = 2 * qy + dy;
-        if (y >= a.hin) break;
-#pragma unroll
-        for (int dx = 0; dx < 2; ++dx) {
-          const int x = 2 * qx + dx;
-          if (x < a.win) dst[y * a.win + x] = from_float<Tc>(0.5f * synth_child(d, dy, dx));
-        }
-      }
-    }
+    // The subband convs into dz, then dX_{l-1}: one coefficient (four children) per thread.
+    level_subband_results<K, kWindows>(a, wf, fs, gs, eh, ew, th, tw, np, k, dz);
+    level_synthesis_pass<kWindows, true>(a, pos, c, np, th, tw, dz, wf, fs, gs, plane, ew, a.dxin, res_first, a.dxout);
     // Weight-gradient correlation: thread (subband, kernel row i, part) sweeps tile rows.
     if (corr_thread) {
       // Quad-read correlations when every subband row meets their alignment (see the backward base:

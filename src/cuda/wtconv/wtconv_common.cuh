@@ -1456,6 +1456,71 @@ __device__ __forceinline__ void level_subband_windows(const float* w, int fs, in
   }
 }
 
+// The level kernels' subband convolutions of one item (forward: Y_l with the folded filters;
+// backward: G_l with the flipped ones) into np x 4 results tiles of th x tw (tiles: np x 4 planes of
+// eh x ew, filters fs apart at w): register-blocked column strips at a compile-time k, window
+// passes at a runtime k (level_subband_windows), each followed by a barrier. The k = 1 instance
+// (!kWindows) runs nothing here: level_synthesis_pass takes its one product per subband.
+template <int K, bool kWindows, typename A>
+__device__ __forceinline__ void level_subband_results(const A& a, const float* w, int fs, const float* tiles, int eh,
+                                                      int ew, int th, int tw, int np, int k, float* results) {
+  const int plane = eh * ew;
+  if constexpr (K > 0) {
+    const int strips = (th + kStripRows - 1) / kStripRows;
+    for (int e = threadIdx.x; e < np * 4 * strips * tw; e += blockDim.x) {
+      const StripJob j = strip_job(e, a.d.col, a.d.strips, kStripRows);  // slot = p * 4 + subband
+      float acc[kStripRows];
+      conv_column_strip<K, kStripRows>(w + (j.slot & 3) * (K * K), tiles + j.slot * plane + j.row0 * ew + j.col, ew,
+                                       eh - j.row0, acc);
+#pragma unroll
+      for (int o = 0; o < kStripRows; ++o)
+        if (j.row0 + o < th) results[(j.slot * th + j.row0 + o) * tw + j.col] = acc[o];
+    }
+    __syncthreads();
+  } else if constexpr (kWindows) {
+    level_subband_windows<K>(w, fs, filter_row_pitch(k), tiles, eh, ew, th, tw, np, k, results);
+    __syncthreads();
+  }
+}
+
+// The level kernels' synthesis pass of one item: per coefficient of the tile, its four subband
+// results (level_subband_results; at k = 1 one product each, from the tiles), the residual grid
+// `res` added at LL (forward R_l, backward dX_l; hq x wq planes, null at the deepest level;
+// res_first is this thread's first value, loaded before the staging: first_residual), and its
+// 2 x 2 children written to `out` (hin x win planes) as Tout. kHalve (backward): each child halved,
+// the level's factor of 1/2 that the forward folds into its filters (2^-l s_l W_l).
+template <bool kWindows, bool kHalve, typename A, typename Tout>
+__device__ __forceinline__ void level_synthesis_pass(const A& a, const ItemPos& pos, int c, int np, int th, int tw,
+                                                     const float* results, const float* w, int fs,
+                                                     const float* tiles, int plane, int ew, const float* res,
+                                                     float res_first, Tout* out) {
+  for (int e = threadIdx.x; e < np * th * tw; e += blockDim.x) {
+    const Pos3 q = split3(e, a.d.cell, a.d.col);
+    const int p = q.p, ty = q.y, tx = q.x;
+    const int b = pos.b0 + p, qy = pos.y0 + ty, qx = pos.x0 + tx;
+    if (b >= a.B || qy >= a.hq || qx >= a.wq) continue;
+    float z[4];
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      if constexpr (kWindows) z[s] = results[((p * 4 + s) * th + ty) * tw + tx];
+      else z[s] = conv_window<1>(w + s * fs, tiles + (p * 4 + s) * plane + ty * ew + tx, ew, 1);
+    }
+    const int64_t pl = int64_t(b) * a.C + c;
+    if (res) z[0] += e == int(threadIdx.x) ? res_first : res[pl * a.hq * a.wq + int64_t(qy) * a.wq + qx];
+    Tout* dst = out + pl * a.hin * a.win;
+#pragma unroll
+    for (int dy = 0; dy < 2; ++dy) {
+      const int y = 2 * qy + dy;
+      if (y >= a.hin) break;
+#pragma unroll
+      for (int dx = 0; dx < 2; ++dx) {
+        const int x = 2 * qx + dx;
+        if (x < a.win) dst[y * a.win + x] = from_float<Tout>(kHalve ? 0.5f * synth_child(z, dy, dx) : synth_child(z, dy, dx));
+      }
+    }
+  }
+}
+
 // The level-1 subband convolutions of one item in the base kernels (forward: Z_1 from Y_1 plus
 // R_1; backward: dY_1 from G_1 plus dX_1). Job e = (column group, strip of R rows, slot = p * 4 +
 // subband), NC = 1 or 2 adjacent columns per job (2 needs out_cols even and even-aligned src

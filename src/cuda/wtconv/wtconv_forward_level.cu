@@ -86,49 +86,9 @@ __device__ __forceinline__ void forward_level_body(const FwdLevelArgs<Tin>& a) {
       stage_blocks(std::false_type{});
     }
     __syncthreads();
-    if constexpr (K > 0) {
-      // Register-blocked subband convs into zs (one column strip of one subband per job), then
-      // the synthesis per coefficient.
-      const int strips = (th + kStripRows - 1) / kStripRows;
-      for (int e = threadIdx.x; e < np * 4 * strips * tw; e += blockDim.x) {
-        const StripJob j = strip_job(e, a.d.col, a.d.strips, kStripRows);  // slot = p * 4 + subband
-        float acc[kStripRows];
-        conv_column_strip<K, kStripRows>(ws + (j.slot & 3) * kk, ys + j.slot * plane + j.row0 * ew + j.col, ew,
-                                         eh - j.row0, acc);
-#pragma unroll
-        for (int o = 0; o < kStripRows; ++o)
-          if (j.row0 + o < th) zs[(j.slot * th + j.row0 + o) * tw + j.col] = acc[o];
-      }
-      __syncthreads();
-    } else if constexpr (kWindows) {
-      level_subband_windows<K>(ws, fs, filter_row_pitch(k), ys, eh, ew, th, tw, np, k, zs);
-      __syncthreads();
-    }
-    for (int e = threadIdx.x; e < np * th * tw; e += blockDim.x) {
-      const Pos3 q = split3(e, a.d.cell, a.d.col);
-      const int p = q.p, ty = q.y, tx = q.x;
-      const int b = pos.b0 + p, qy = pos.y0 + ty, qx = pos.x0 + tx;
-      if (b >= a.B || qy >= a.hq || qx >= a.wq) continue;
-      float acc[4];
-#pragma unroll
-      for (int s = 0; s < 4; ++s) {
-        if constexpr (kWindows) acc[s] = zs[((p * 4 + s) * th + ty) * tw + tx];
-        else acc[s] = conv_window<1>(ws + s * fs, ys + (p * 4 + s) * plane + ty * ew + tx, ew, 1);
-      }
-      const int64_t pl = int64_t(b) * a.C + c;
-      if (a.rin) acc[0] += e == int(threadIdx.x) ? res_first : a.rin[pl * a.hq * a.wq + int64_t(qy) * a.wq + qx];
-      float* dst = a.rout + pl * a.hin * a.win;
-#pragma unroll
-      for (int dy = 0; dy < 2; ++dy) {
-        const int y = 2 * qy + dy;
-        if (y >= a.hin) break;
-#pragma unroll
-        for (int dx = 0; dx < 2; ++dx) {
-          const int x = 2 * qx + dx;
-          if (x < a.win) dst[y * a.win + x] = synth_child(acc, dy, dx);
-        }
-      }
-    }
+    // The subband convs into zs, then the synthesis per coefficient.
+    level_subband_results<K, kWindows>(a, ws, fs, ys, eh, ew, th, tw, np, k, zs);
+    level_synthesis_pass<kWindows, false>(a, pos, c, np, th, tw, zs, ws, fs, ys, plane, ew, a.rin, res_first, a.rout);
   }
 }
 
