@@ -7,8 +7,9 @@ namespace {
 
 using Plane = std::vector<double>;
 
-// out(y, x) = sum_{i,j} w(i, j) * in(y + i - r, x + j - r), zero outside (cross-correlation, 'same').
-Plane corr_same(const Plane& in, int h, int w, const float* wt, int k) {
+// out(y, x) = sum_{i,j} w(i, j) * in(y + dir (i - r), x + dir (j - r)), zero outside: with dir = 1
+// the cross-correlation ('same'), with dir = -1 its adjoint.
+Plane corr_same_dir(const Plane& in, int h, int w, const float* wt, int k, int dir) {
   const int r = k / 2;
   Plane out(size_t(h) * w, 0.0);
   for (int y = 0; y < h; ++y)
@@ -16,29 +17,16 @@ Plane corr_same(const Plane& in, int h, int w, const float* wt, int k) {
       double acc = 0.0;
       for (int i = 0; i < k; ++i)
         for (int j = 0; j < k; ++j) {
-          const int yy = y + i - r, xx = x + j - r;
+          const int yy = y + dir * (i - r), xx = x + dir * (j - r);
           if (yy >= 0 && yy < h && xx >= 0 && xx < w) acc += double(wt[i * k + j]) * in[size_t(yy) * w + xx];
         }
       out[size_t(y) * w + x] = acc;
     }
   return out;
 }
-
-// Adjoint of corr_same: out(y, x) = sum_{i,j} w(i, j) * in(y - i + r, x - j + r).
+Plane corr_same(const Plane& in, int h, int w, const float* wt, int k) { return corr_same_dir(in, h, w, wt, k, 1); }
 Plane corr_same_adjoint(const Plane& in, int h, int w, const float* wt, int k) {
-  const int r = k / 2;
-  Plane out(size_t(h) * w, 0.0);
-  for (int y = 0; y < h; ++y)
-    for (int x = 0; x < w; ++x) {
-      double acc = 0.0;
-      for (int i = 0; i < k; ++i)
-        for (int j = 0; j < k; ++j) {
-          const int yy = y - i + r, xx = x - j + r;
-          if (yy >= 0 && yy < h && xx >= 0 && xx < w) acc += double(wt[i * k + j]) * in[size_t(yy) * w + xx];
-        }
-      out[size_t(y) * w + x] = acc;
-    }
-  return out;
+  return corr_same_dir(in, h, w, wt, k, -1);
 }
 
 // g(i, j) += sum_q in(q + i - r) * gout(q): the weight gradient of corr_same.
