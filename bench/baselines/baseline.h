@@ -4,8 +4,12 @@
 
 #include <cuda_runtime.h>
 
+#include <climits>
 #include <cstddef>
+#include <cstdint>
+#include <initializer_list>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -33,6 +37,25 @@ class Conv2dImpl {
   // A short description for logs (algorithm id chosen, tile config, ...).
   virtual std::string detail() const { return ""; }
 };
+
+// Throws std::runtime_error unless the baselines can run pb: dilation and groups 1, positive
+// sizes, an output of at least 1x1, and each of `must_fit_int` (the sizes the baseline indexes
+// with int) at most INT_MAX; `indexer` names what indexes with int in the message.
+inline void check_baseline_problem(const Conv2dProblem& pb, std::initializer_list<int64_t> must_fit_int,
+                                   const char* indexer) {
+  if (pb.dilation_h != 1 || pb.dilation_w != 1 || pb.groups != 1) {
+    throw std::runtime_error("only dilation 1 and groups 1 are benchmarked");
+  }
+  if (pb.n < 1 || pb.c < 1 || pb.h < 1 || pb.w < 1 || pb.k < 1 || pb.r < 1 || pb.s < 1 || pb.stride_h < 1 ||
+      pb.stride_w < 1 || pb.pad_h < 0 || pb.pad_w < 0 || pb.p() < 1 || pb.q() < 1) {
+    throw std::runtime_error("invalid problem size");
+  }
+  for (int64_t v : must_fit_int) {
+    if (v > INT_MAX) {
+      throw std::runtime_error("a size (" + std::to_string(v) + ") exceeds the int range of " + indexer);
+    }
+  }
+}
 
 // Factories. Each returns nullptr when the library it needs was not found at build time; then
 // `missing` says which (so the benchmark can say which baselines it could not run).

@@ -74,18 +74,10 @@ cudnnDataType_t cudnn_data_type(Precision precision) {
 // cuDNN's 4-D descriptors take int sizes and compute int strides, so every size and every
 // per-image element count must fit an int.
 void check_fits_cudnn_descriptors(const Conv2dProblem& pb) {
-  const int64_t values[] = {pb.n, pb.c, pb.h, pb.w, pb.k, pb.r, pb.s, pb.p(), pb.q(),
-                            pb.stride_h, pb.stride_w, pb.pad_h, pb.pad_w,
-                            pb.c * pb.h * pb.w, pb.k * pb.p() * pb.q(), pb.c * pb.r * pb.s};
-  for (int64_t v : values) {
-    if (v < 0 || v > INT_MAX) {
-      throw std::runtime_error("a size or per-image element count (" + std::to_string(v) +
-                               ") does not fit cuDNN's int descriptors");
-    }
-  }
-  if (pb.dilation_h != 1 || pb.dilation_w != 1 || pb.groups != 1) {
-    throw std::runtime_error("only dilation 1 and groups 1 are benchmarked");
-  }
+  check_baseline_problem(pb,
+                         {pb.n, pb.c, pb.h, pb.w, pb.k, pb.r, pb.s, pb.p(), pb.q(), pb.stride_h, pb.stride_w,
+                          pb.pad_h, pb.pad_w, pb.c * pb.h * pb.w, pb.k * pb.p() * pb.q(), pb.c * pb.r * pb.s},
+                         "cuDNN's int descriptors");
 }
 
 class CudnnConv final : public Conv2dImpl {

@@ -203,22 +203,10 @@ class DirectConv final : public Conv2dImpl {
  private:
   // The kernel keeps spatial coordinates and per-image pixel counts in int, offsets in int64.
   static DirectShape checked_shape(const Conv2dProblem& pb) {
-    if (pb.dilation_h != 1 || pb.dilation_w != 1 || pb.groups != 1) {
-      throw std::runtime_error("only dilation 1 and groups 1 are benchmarked");
-    }
-    if (pb.n < 1 || pb.c < 1 || pb.h < 1 || pb.w < 1 || pb.k < 1 || pb.r < 1 || pb.s < 1 ||
-        pb.stride_h < 1 || pb.stride_w < 1 || pb.pad_h < 0 || pb.pad_w < 0 || pb.p() < 1 ||
-        pb.q() < 1) {
-      throw std::runtime_error("invalid problem size");
-    }
-    const int64_t must_fit_int[] = {pb.c, pb.k, pb.h + 2 * pb.pad_h, pb.w + 2 * pb.pad_w,
-                                    pb.stride_h, pb.stride_w, pb.p() * pb.q()};
-    for (int64_t v : must_fit_int) {
-      if (v > INT_MAX) {
-        throw std::runtime_error("a size (" + std::to_string(v) +
-                                 ") exceeds the int range of the direct kernel");
-      }
-    }
+    check_baseline_problem(pb,
+                           {pb.c, pb.k, pb.h + 2 * pb.pad_h, pb.w + 2 * pb.pad_w, pb.stride_h, pb.stride_w,
+                            pb.p() * pb.q()},
+                           "the direct kernel");
     const int64_t blocks = (pb.n * pb.p() * pb.q() + kDirectThreads - 1) / kDirectThreads;
     if (blocks > INT_MAX) throw std::runtime_error("too many output pixels for one launch");
     return DirectShape{pb.n,        int(pb.c),        int(pb.h),        int(pb.w),

@@ -256,23 +256,10 @@ class Im2colCublasConv final : public Conv2dImpl {
   // The kernels index rows and GEMM dimensions with int (cuBLAS takes int m, n, k, ld and batch).
   void check_sizes() const {
     const Conv2dProblem& pb = config_.problem;
-    if (pb.dilation_h != 1 || pb.dilation_w != 1 || pb.groups != 1) {
-      throw std::runtime_error("only dilation 1 and groups 1 are benchmarked");
-    }
-    if (pb.n < 1 || pb.c < 1 || pb.h < 1 || pb.w < 1 || pb.k < 1 || pb.r < 1 || pb.s < 1 ||
-        pb.stride_h < 1 || pb.stride_w < 1 || pb.pad_h < 0 || pb.pad_w < 0 || pb.p() < 1 ||
-        pb.q() < 1) {
-      throw std::runtime_error("invalid problem size");
-    }
-    const int64_t must_fit_int[] = {pb.n, pb.k, pb.h + 2 * pb.pad_h, pb.w + 2 * pb.pad_w,
-                                    pb.stride_h, pb.stride_w, pb.p() * pb.q(), pb.c * pb.r * pb.s,
-                                    pb.n * pb.p() * pb.q()};
-    for (int64_t v : must_fit_int) {
-      if (v > INT_MAX) {
-        throw std::runtime_error("a size (" + std::to_string(v) +
-                                 ") exceeds the int range of the im2col kernels / cuBLAS");
-      }
-    }
+    check_baseline_problem(pb,
+                           {pb.n, pb.k, pb.h + 2 * pb.pad_h, pb.w + 2 * pb.pad_w, pb.stride_h, pb.stride_w,
+                            pb.p() * pb.q(), pb.c * pb.r * pb.s, pb.n * pb.p() * pb.q()},
+                           "the im2col kernels / cuBLAS");
   }
 
   Im2colShape shape_in_words(int64_t channels_per_word) const {
