@@ -92,6 +92,83 @@ double rel_l2(const std::vector<double>& got, const std::vector<double>& ref) {
   return norm > 0 ? err / norm : err;
 }
 
+// A parameter set is one list: w0, s0, b0, then each level's weight and scale. bind_set fills
+// WtconvParams or WtconvParamGrads from entry t's pointer, at(t).
+template <typename P, typename At>
+P bind_set(At at, int L, bool bias) {
+  P h;
+  h.base_weight = at(0);
+  h.base_scale = at(1);
+  h.base_bias = bias ? at(2) : nullptr;
+  for (int l = 0; l < L; ++l) {
+    h.level_weight[l] = at(3 + 2 * l);
+    h.level_scale[l] = at(4 + 2 * l);
+  }
+  return h;
+}
+// A host set as WtconvParams (for the oracle).
+WtconvParams params_of_set(const std::vector<std::vector<float>>& set, int L, bool bias) {
+  return bind_set<WtconvParams>([&](size_t t) { return set[t].data(); }, L, bias);
+}
+// Entry t of the same list in the oracle's gradients.
+const std::vector<double>& grad_of_set(const WtconvReferenceGrads& g, size_t t) {
+  if (t < 3) return t == 0 ? g.base_weight : t == 1 ? g.base_scale : g.base_bias;
+  return (t - 3) % 2 == 0 ? g.level_weight[(t - 3) / 2] : g.level_scale[(t - 3) / 2];
+}
+char* bytes_at(const DevBuf& b, size_t offset) { return static_cast<char*>(b.p) + offset; }
+
+// A parameter set (params_of_set's list, any number of channels) in device memory, with gradient
+// buffers of the same sizes poisoned with NaN.
+struct DeviceSet {
+  std::vector<std::unique_ptr<DevBuf>> values, grads;
+  explicit DeviceSet(const std::vector<std::vector<float>>& set) {
+    for (const auto& v : set) {
+      values.emplace_back(new DevBuf(v.size() * 4));
+      EXPECT_EQ(cudaMemcpy(values.back()->p, v.data(), v.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+      grads.emplace_back(new DevBuf(v.size() * 4));
+    }
+    poison_grads();
+  }
+  void poison_grads() const {
+    for (const auto& g : grads) g->poison();
+  }
+  WtconvParams params(int L, bool bias) const {
+    return bind_set<WtconvParams>([&](size_t t) { return value(t); }, L, bias);
+  }
+  WtconvParamGrads param_grads(int L, bool bias) const {
+    return bind_set<WtconvParamGrads>([&](size_t t) { return grad(t); }, L, bias);
+  }
+  float* value(size_t t) const { return static_cast<float*>(values[t]->p); }
+  float* grad(size_t t) const { return static_cast<float*>(grads[t]->p); }
+};
+
+// The name of entry t of a set's gradients.
+std::string grad_name(size_t t) {
+  if (t < 3) return t == 0 ? "dW0" : t == 1 ? "ds0" : "db0";
+  return ((t - 3) % 2 == 0 ? "dW" : "ds") + std::to_string((t - 3) / 2 + 1);
+}
+
+// One forward and one backward of p through the C API with dev's parameters (its gradients, y, dx
+// and both workspaces poisoned with NaN first); false, with the reason reported, where one fails.
+bool run_step(const WtconvProblem& p, const void* x, const void* dy, const DeviceSet& dev, bool bias, DevBuf& y,
+              DevBuf& dx) {
+  size_t fws = 0, bws = 0;
+  if (!wtconv_forward_workspace_size(p, &fws).ok() || !wtconv_backward_workspace_size(p, &bws).ok()) {
+    ADD_FAILURE() << "workspace size query failed";
+    return false;
+  }
+  DevBuf fw(fws), bw(bws);
+  y.poison(); dx.poison(); fw.poison(); bw.poison(); dev.poison_grads();
+  const Status fst = wtconv_forward(p, x, dev.params(p.levels, bias), y.p, fw.p, fws, nullptr);
+  EXPECT_TRUE(fst.ok()) << fst.to_string();
+  const Status bst = wtconv_backward(p, dy, x, dev.params(p.levels, bias), dx.p, dev.param_grads(p.levels, bias), bw.p,
+                                     bws, nullptr);
+  EXPECT_TRUE(bst.ok()) << bst.to_string();
+  const cudaError_t sync = cudaDeviceSynchronize();
+  EXPECT_EQ(sync, cudaSuccess) << cudaGetErrorString(sync);
+  return fst.ok() && bst.ok() && sync == cudaSuccess;
+}
+
 // Checks one problem against the float64 oracle and for bit-identical reruns; returns the outputs
 // (y, dx, then every parameter gradient). offset > 0 places x, dy, y and dx that many elements past
 // an aligned address, which turns the kernels' vectorised staging and paired output stores off;
@@ -114,57 +191,29 @@ std::vector<std::vector<char>> run_case(int B, int C, int H, int W, int k, int L
   std::vector<float> x = randv(p.x_elements(), 1, 0), dy = randv(p.y_elements(), 1, 0);
   const std::vector<char> xb = encode(prec, x), dyb = encode(prec, dy);
   std::vector<float> w0 = randv(C * kk, 1.f / k, 0), b0 = randv(C, 0.5f, 0), s0 = randv(C, 0.3f, 1);
-  std::vector<std::vector<float>> wl(L), sl(L);
-  for (int l = 0; l < L; ++l) { wl[l] = randv(4 * C * kk, 1.f / k, 0); sl[l] = randv(4 * C, 0.3f, 0.5f); }
+  std::vector<std::vector<float>> set = {std::move(w0), std::move(s0), std::move(b0)};  // drawn w0, b0, s0
+  for (int l = 0; l < L; ++l) {
+    set.push_back(randv(4 * C * kk, 1.f / k, 0));
+    set.push_back(randv(4 * C, 0.3f, 0.5f));
+  }
+  const WtconvParams hprm = params_of_set(set, L, bias);
 
   const size_t shift = size_t(offset) * esz(prec), out_shift = size_t(offset + out_offset) * esz(prec);
   DevBuf dx_in(xb.size(), shift), ddy(dyb.size(), shift), dy_out(p.y_elements() * esz(prec), out_shift),
       ddx(xb.size(), out_shift);
-  void* x_ptr = dx_in.p;
-  void* dy_ptr = ddy.p;
-  cudaMemcpy(x_ptr, xb.data(), xb.size(), cudaMemcpyHostToDevice);
-  cudaMemcpy(dy_ptr, dyb.data(), dyb.size(), cudaMemcpyHostToDevice);
-  std::vector<std::unique_ptr<DevBuf>> keep;
-  auto up = [&](const std::vector<float>& v) {
-    keep.emplace_back(new DevBuf(v.size() * 4));
-    cudaMemcpy(keep.back()->p, v.data(), v.size() * 4, cudaMemcpyHostToDevice);
-    return static_cast<const float*>(keep.back()->p);
-  };
-  WtconvParams prm, hprm;
-  prm.base_weight = up(w0); prm.base_scale = up(s0); prm.base_bias = bias ? up(b0) : nullptr;
-  hprm.base_weight = w0.data(); hprm.base_scale = s0.data(); hprm.base_bias = bias ? b0.data() : nullptr;
-  for (int l = 0; l < L; ++l) {
-    prm.level_weight[l] = up(wl[l]); prm.level_scale[l] = up(sl[l]);
-    hprm.level_weight[l] = wl[l].data(); hprm.level_scale[l] = sl[l].data();
-  }
-  DevBuf gw0(C * kk * 4), gb0(C * 4), gs0(C * 4);
-  std::vector<std::unique_ptr<DevBuf>> gwl, gsl;
-  WtconvParamGrads grd;
-  grd.base_weight = static_cast<float*>(gw0.p); grd.base_scale = static_cast<float*>(gs0.p);
-  grd.base_bias = bias ? static_cast<float*>(gb0.p) : nullptr;
-  for (int l = 0; l < L; ++l) {
-    gwl.emplace_back(new DevBuf(4 * C * kk * 4)); gsl.emplace_back(new DevBuf(4 * C * 4));
-    grd.level_weight[l] = static_cast<float*>(gwl[l]->p); grd.level_scale[l] = static_cast<float*>(gsl[l]->p);
-  }
-  size_t fws = 0, bws = 0;
-  EXPECT_TRUE(wtconv_forward_workspace_size(p, &fws).ok());
-  EXPECT_TRUE(wtconv_backward_workspace_size(p, &bws).ok());
-  DevBuf fw(fws), bw(bws);
-
+  EXPECT_EQ(cudaMemcpy(dx_in.p, xb.data(), xb.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(ddy.p, dyb.data(), dyb.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  const DeviceSet dev(set);
+  // y, dx, then every parameter gradient in the set's order.
   auto run = [&]() {
-    dy_out.poison(); ddx.poison(); gw0.poison(); gb0.poison(); gs0.poison();
-    for (int l = 0; l < L; ++l) { gwl[l]->poison(); gsl[l]->poison(); }
-    fw.poison(); bw.poison();
-    Status a = wtconv_forward(p, x_ptr, prm, dy_out.p, fw.p, fws, nullptr);
-    Status b = wtconv_backward(p, dy_ptr, x_ptr, prm, ddx.p, grd, bw.p, bws, nullptr);
-    EXPECT_TRUE(a.ok()) << a.to_string();
-    EXPECT_TRUE(b.ok()) << b.to_string();
-    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    std::vector<std::vector<char>> out = {dy_out.get(), ddx.get(), gw0.get(), gs0.get(), gb0.get()};
-    for (int l = 0; l < L; ++l) { out.push_back(gwl[l]->get()); out.push_back(gsl[l]->get()); }
+    std::vector<std::vector<char>> out;
+    if (!run_step(p, dx_in.p, ddy.p, dev, bias, dy_out, ddx)) return out;
+    out = {dy_out.get(), ddx.get()};
+    for (const auto& g : dev.grads) out.push_back(g->get());
     return out;
   };
   const auto first = run();
+  if (first.empty()) return first;  // the failed call is reported
   std::vector<double> yref;
   wtconv_reference_forward(p, x.data(), hprm, &yref);
   WtconvReferenceGrads g;
@@ -180,15 +229,10 @@ std::vector<std::vector<char>> run_case(int B, int C, int H, int W, int k, int L
   // absolute error against the terms' size is what the accumulation order decides.
   WtconvReferenceGrads ga;
   if (param_grads_by_magnitude) {
-    const std::vector<float> ax = abs_of(x), ady = abs_of(dy), aw0 = abs_of(w0), ab0 = abs_of(b0), as0 = abs_of(s0);
-    std::vector<std::vector<float>> awl(L), asl(L);
-    WtconvParams aprm = hprm;
-    aprm.base_weight = aw0.data(); aprm.base_scale = as0.data(); aprm.base_bias = bias ? ab0.data() : nullptr;
-    for (int l = 0; l < L; ++l) {
-      awl[l] = abs_of(wl[l]); asl[l] = abs_of(sl[l]);
-      aprm.level_weight[l] = awl[l].data(); aprm.level_scale[l] = asl[l].data();
-    }
-    wtconv_reference_magnitudes(p, ady.data(), ax.data(), aprm, &ga);
+    const std::vector<float> ax = abs_of(x), ady = abs_of(dy);
+    std::vector<std::vector<float>> aset;
+    for (const auto& v : set) aset.push_back(abs_of(v));
+    wtconv_reference_magnitudes(p, ady.data(), ax.data(), params_of_set(aset, L, bias), &ga);
   }
   // Parameter gradient `name` (output `out`) against its reference: relative, or against its terms'
   // size (ga's `size`).
@@ -199,13 +243,8 @@ std::vector<std::vector<char>> run_case(int B, int C, int H, int W, int k, int L
     else
       EXPECT_LE(rel_l2(f32(first[out]), ref), tol) << name;
   };
-  check_grad("dW0", 2, g.base_weight, ga.base_weight);
-  check_grad("ds0", 3, g.base_scale, ga.base_scale);
-  if (bias) check_grad("db0", 4, g.base_bias, ga.base_bias);
-  for (int l = 0; l < L; ++l) {
-    check_grad("dW" + std::to_string(l + 1), 5 + 2 * l, g.level_weight[l], ga.level_weight[l]);
-    check_grad("ds" + std::to_string(l + 1), 6 + 2 * l, g.level_scale[l], ga.level_scale[l]);
-  }
+  for (size_t t = 0; t < set.size(); ++t)
+    if (t != 2 || bias) check_grad(grad_name(t), int(2 + t), grad_of_set(g, t), grad_of_set(ga, t));
   EXPECT_TRUE(run() == first) << "two runs are not bit-identical";
   return first;
 }
@@ -465,52 +504,6 @@ TEST(WtconvGpu, ManyPlanesPerBlockAndSplits) {
   run_case(1, 2, 40, 75, 13, 2, 1, Precision::kFP32, false, 7);
 }
 
-// A parameter set is one list: w0, s0, b0, then each level's weight and scale. bind_set fills
-// WtconvParams or WtconvParamGrads from entry t's pointer, at(t).
-template <typename P, typename At>
-P bind_set(At at, int L, bool bias) {
-  P h;
-  h.base_weight = at(0);
-  h.base_scale = at(1);
-  h.base_bias = bias ? at(2) : nullptr;
-  for (int l = 0; l < L; ++l) {
-    h.level_weight[l] = at(3 + 2 * l);
-    h.level_scale[l] = at(4 + 2 * l);
-  }
-  return h;
-}
-// A host set as WtconvParams (for the oracle).
-WtconvParams params_of_set(const std::vector<std::vector<float>>& set, int L, bool bias) {
-  return bind_set<WtconvParams>([&](size_t t) { return set[t].data(); }, L, bias);
-}
-// Entry t of the same list in the oracle's gradients.
-const std::vector<double>& grad_of_set(const WtconvReferenceGrads& g, size_t t) {
-  if (t < 3) return t == 0 ? g.base_weight : t == 1 ? g.base_scale : g.base_bias;
-  return (t - 3) % 2 == 0 ? g.level_weight[(t - 3) / 2] : g.level_scale[(t - 3) / 2];
-}
-char* bytes_at(const DevBuf& b, size_t offset) { return static_cast<char*>(b.p) + offset; }
-
-// A parameter set (params_of_set's list, any number of channels) in device memory, with gradient
-// buffers of the same sizes poisoned with NaN.
-struct DeviceSet {
-  std::vector<std::unique_ptr<DevBuf>> values, grads;
-  explicit DeviceSet(const std::vector<std::vector<float>>& set) {
-    for (const auto& v : set) {
-      values.emplace_back(new DevBuf(v.size() * 4));
-      EXPECT_EQ(cudaMemcpy(values.back()->p, v.data(), v.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
-      grads.emplace_back(new DevBuf(v.size() * 4));
-      grads.back()->poison();
-    }
-  }
-  WtconvParams params(int L, bool bias) const {
-    return bind_set<WtconvParams>([&](size_t t) { return value(t); }, L, bias);
-  }
-  WtconvParamGrads param_grads(int L, bool bias) const {
-    return bind_set<WtconvParamGrads>([&](size_t t) { return grad(t); }, L, bias);
-  }
-  float* value(size_t t) const { return static_cast<float*>(values[t]->p); }
-  float* grad(size_t t) const { return static_cast<float*>(grads[t]->p); }
-};
 // A random parameter set for one channel (params_of_set's list), with run_case's distributions.
 std::vector<std::vector<float>> random_set(std::mt19937& rng, int k, int L) {
   std::normal_distribution<float> nd(0.f, 1.f);
@@ -526,11 +519,6 @@ std::vector<std::vector<float>> random_set(std::mt19937& rng, int k, int L) {
     set.push_back(randv(4, 0.3f, 0.5f));
   }
   return set;
-}
-// The name of entry t of a set's gradients.
-std::string grad_name(size_t t) {
-  if (t < 3) return t == 0 ? "dW0" : t == 1 ? "ds0" : "db0";
-  return ((t - 3) % 2 == 0 ? "dW" : "ds") + std::to_string((t - 3) / 2 + 1);
 }
 
 // Tensors past 2^31 elements (the API takes up to 2^40): the kernels index inside a plane in 32
@@ -627,15 +615,7 @@ TEST(WtconvGpu, TensorsPast2To31Elements) {
       }
     }
     const DeviceSet dev(all);
-    const WtconvParams prm = dev.params(sh.L, cs.bias);
-    const WtconvParamGrads grd = dev.param_grads(sh.L, cs.bias);
-    DevBuf fw(fws), bw(bws);
-    dy_out.poison(); ddx.poison(); fw.poison(); bw.poison();
-    const Status fst = wtconv_forward(p, dx_in.p, prm, dy_out.p, fw.p, fws, nullptr);
-    ASSERT_TRUE(fst.ok()) << fst.to_string();
-    const Status bst = wtconv_backward(p, ddy.p, dx_in.p, prm, ddx.p, grd, bw.p, bws, nullptr);
-    ASSERT_TRUE(bst.ok()) << bst.to_string();
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    ASSERT_TRUE(run_step(p, dx_in.p, ddy.p, dev, cs.bias, dy_out, ddx));
 
     const double tol = cs.prec == Precision::kFP32 ? 1e-5 : 1e-2;
     // Every plane of y and dx against its oracle; the worst plane reported (NaN: infinity).
@@ -730,15 +710,7 @@ TEST(WtconvGpu, PlanesAtThe32BitLimit) {
     wtconv_reference_backward(ps, small[1].data(), small[0].data(), params_of_set(set, cs.L, true), &g);
 
     const DeviceSet dev(set);
-    DevBuf fw(fws), bw(bws);
-    dy_out.poison(); ddx.poison(); fw.poison(); bw.poison();
-    const WtconvParams prm = dev.params(cs.L, true);
-    const WtconvParamGrads grd = dev.param_grads(cs.L, true);
-    const Status fst = wtconv_forward(p, dx_in.p, prm, dy_out.p, fw.p, fws, nullptr);
-    ASSERT_TRUE(fst.ok()) << fst.to_string();
-    const Status bst = wtconv_backward(p, ddy.p, dx_in.p, prm, ddx.p, grd, bw.p, bws, nullptr);
-    ASSERT_TRUE(bst.ok()) << bst.to_string();
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    ASSERT_TRUE(run_step(p, dx_in.p, ddy.p, dev, true, dy_out, ddx));
 
     const double tol = cs.prec == Precision::kFP32 ? 1e-5 : 1e-2;
     std::vector<int> small_col(cs.W);  // to_small of every column
