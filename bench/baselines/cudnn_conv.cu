@@ -77,7 +77,7 @@ void check_fits_cudnn_descriptors(const Conv2dProblem& pb) {
   check_baseline_problem(pb,
                          {pb.n, pb.c, pb.h, pb.w, pb.k, pb.r, pb.s, pb.p(), pb.q(), pb.stride_h, pb.stride_w,
                           pb.pad_h, pb.pad_w, pb.c * pb.h * pb.w, pb.k * pb.p() * pb.q(), pb.c * pb.r * pb.s},
-                         "cuDNN's int descriptors");
+                         "cuDNN's descriptors");
 }
 
 class CudnnConv final : public Conv2dImpl {
