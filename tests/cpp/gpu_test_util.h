@@ -68,17 +68,21 @@ inline size_t worst_index(const std::vector<double>& err) {
   return worst;
 }
 
+// n elements of device memory at ptr, `offset` elements past the start of their allocation: an
+// offset moves ptr off the allocation's alignment, which tests the kernels' unaligned paths.
 template <typename T>
 struct DeviceBuffer {
   T* ptr = nullptr;
   size_t count = 0;
-  explicit DeviceBuffer(size_t n) : count(n) {
-    if (n) EXPECT_EQ(cudaMalloc(&ptr, n * sizeof(T)), cudaSuccess);
+  explicit DeviceBuffer(size_t n, size_t offset = 0) : count(n) {
+    if (n == 0) return;
+    EXPECT_EQ(cudaMalloc(&base_, (n + offset) * sizeof(T)), cudaSuccess);
+    if (base_) ptr = base_ + offset;
   }
   explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) {
     if (count) EXPECT_EQ(cudaMemcpy(ptr, host.data(), count * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
   }
-  ~DeviceBuffer() { if (ptr) cudaFree(ptr); }
+  ~DeviceBuffer() { if (base_) cudaFree(base_); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   void poison() { if (count) EXPECT_EQ(cudaMemset(ptr, 0xFF, count * sizeof(T)), cudaSuccess); }  // NaN
@@ -87,6 +91,9 @@ struct DeviceBuffer {
     if (count) EXPECT_EQ(cudaMemcpy(h.data(), ptr, count * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
     return h;
   }
+
+ private:
+  T* base_ = nullptr;
 };
 
 }  // namespace winconv::testing

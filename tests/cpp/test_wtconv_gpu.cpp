@@ -27,23 +27,8 @@ bool have_device() {
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
 
-// n device bytes at p, `off` bytes past the start of their allocation (an aligned address).
-struct DevBuf {
-  void* base = nullptr;
-  void* p = nullptr;
-  size_t n = 0;
-  explicit DevBuf(size_t bytes, size_t off = 0) : n(bytes) {
-    EXPECT_EQ(cudaMalloc(&base, bytes + off ? bytes + off : 1), cudaSuccess);
-    p = static_cast<char*>(base) + off;
-  }
-  ~DevBuf() { cudaFree(base); }
-  std::vector<char> get() const {
-    std::vector<char> h(n);
-    cudaMemcpy(h.data(), p, n, cudaMemcpyDeviceToHost);
-    return h;
-  }
-  void poison() { cudaMemset(p, 0xFF, n); }
-};
+// Device bytes (x, dy, y, dx and workspaces are passed as untyped pointers).
+using DevBuf = testing::DeviceBuffer<char>;
 
 size_t esz(Precision p) { return p == Precision::kFP32 ? 4 : 2; }
 
@@ -115,7 +100,7 @@ const std::vector<double>& grad_of_set(const WtconvReferenceGrads& g, size_t t) 
   if (t < 3) return t == 0 ? g.base_weight : t == 1 ? g.base_scale : g.base_bias;
   return (t - 3) % 2 == 0 ? g.level_weight[(t - 3) / 2] : g.level_scale[(t - 3) / 2];
 }
-char* bytes_at(const DevBuf& b, size_t offset) { return static_cast<char*>(b.p) + offset; }
+char* bytes_at(const DevBuf& b, size_t offset) { return b.ptr + offset; }
 
 // A parameter set (params_of_set's list, any number of channels) in device memory, with gradient
 // buffers of the same sizes poisoned with NaN.
@@ -124,7 +109,7 @@ struct DeviceSet {
   explicit DeviceSet(const std::vector<std::vector<float>>& set) {
     for (const auto& v : set) {
       values.emplace_back(new DevBuf(v.size() * 4));
-      EXPECT_EQ(cudaMemcpy(values.back()->p, v.data(), v.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+      EXPECT_EQ(cudaMemcpy(values.back()->ptr, v.data(), v.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
       grads.emplace_back(new DevBuf(v.size() * 4));
     }
     poison_grads();
@@ -138,8 +123,8 @@ struct DeviceSet {
   WtconvParamGrads param_grads(int L, bool bias) const {
     return bind_set<WtconvParamGrads>([&](size_t t) { return grad(t); }, L, bias);
   }
-  float* value(size_t t) const { return static_cast<float*>(values[t]->p); }
-  float* grad(size_t t) const { return static_cast<float*>(grads[t]->p); }
+  float* value(size_t t) const { return reinterpret_cast<float*>(values[t]->ptr); }
+  float* grad(size_t t) const { return reinterpret_cast<float*>(grads[t]->ptr); }
 };
 
 // The name of entry t of a set's gradients.
@@ -159,10 +144,10 @@ bool run_step(const WtconvProblem& p, const void* x, const void* dy, const Devic
   }
   DevBuf fw(fws), bw(bws);
   y.poison(); dx.poison(); fw.poison(); bw.poison(); dev.poison_grads();
-  const Status fst = wtconv_forward(p, x, dev.params(p.levels, bias), y.p, fw.p, fws, nullptr);
+  const Status fst = wtconv_forward(p, x, dev.params(p.levels, bias), y.ptr, fw.ptr, fws, nullptr);
   EXPECT_TRUE(fst.ok()) << fst.to_string();
-  const Status bst = wtconv_backward(p, dy, x, dev.params(p.levels, bias), dx.p, dev.param_grads(p.levels, bias), bw.p,
-                                     bws, nullptr);
+  const Status bst = wtconv_backward(p, dy, x, dev.params(p.levels, bias), dx.ptr, dev.param_grads(p.levels, bias),
+                                     bw.ptr, bws, nullptr);
   EXPECT_TRUE(bst.ok()) << bst.to_string();
   const cudaError_t sync = cudaDeviceSynchronize();
   EXPECT_EQ(sync, cudaSuccess) << cudaGetErrorString(sync);
@@ -201,15 +186,15 @@ std::vector<std::vector<char>> run_case(int B, int C, int H, int W, int k, int L
   const size_t shift = size_t(offset) * esz(prec), out_shift = size_t(offset + out_offset) * esz(prec);
   DevBuf dx_in(xb.size(), shift), ddy(dyb.size(), shift), dy_out(p.y_elements() * esz(prec), out_shift),
       ddx(xb.size(), out_shift);
-  EXPECT_EQ(cudaMemcpy(dx_in.p, xb.data(), xb.size(), cudaMemcpyHostToDevice), cudaSuccess);
-  EXPECT_EQ(cudaMemcpy(ddy.p, dyb.data(), dyb.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(dx_in.ptr, xb.data(), xb.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(ddy.ptr, dyb.data(), dyb.size(), cudaMemcpyHostToDevice), cudaSuccess);
   const DeviceSet dev(set);
   // y, dx, then every parameter gradient in the set's order.
   auto run = [&]() {
     std::vector<std::vector<char>> out;
-    if (!run_step(p, dx_in.p, ddy.p, dev, bias, dy_out, ddx)) return out;
-    out = {dy_out.get(), ddx.get()};
-    for (const auto& g : dev.grads) out.push_back(g->get());
+    if (!run_step(p, dx_in.ptr, ddy.ptr, dev, bias, dy_out, ddx)) return out;
+    out = {dy_out.to_host(), ddx.to_host()};
+    for (const auto& g : dev.grads) out.push_back(g->to_host());
     return out;
   };
   const auto first = run();
@@ -615,7 +600,7 @@ TEST(WtconvGpu, TensorsPast2To31Elements) {
       }
     }
     const DeviceSet dev(all);
-    ASSERT_TRUE(run_step(p, dx_in.p, ddy.p, dev, cs.bias, dy_out, ddx));
+    ASSERT_TRUE(run_step(p, dx_in.ptr, ddy.ptr, dev, cs.bias, dy_out, ddx));
 
     const double tol = cs.prec == Precision::kFP32 ? 1e-5 : 1e-2;
     // Every plane of y and dx against its oracle; the worst plane reported (NaN: infinity).
@@ -636,7 +621,7 @@ TEST(WtconvGpu, TensorsPast2To31Elements) {
     check_planes("dx", ddx, xplane, [&](size_t j) -> const std::vector<double>& { return g[j].dx; });
     for (size_t t = 0; t < len.size(); ++t) {
       if (t == 2 && !cs.bias) continue;
-      EXPECT_LE(l2_error(decode(Precision::kFP32, dev.grads[t]->get()), want[t]), tol * l2_norm(terms[t]))
+      EXPECT_LE(l2_error(decode(Precision::kFP32, dev.grads[t]->to_host()), want[t]), tol * l2_norm(terms[t]))
           << grad_name(t) << " against its terms' size";
     }
   }
@@ -694,9 +679,9 @@ TEST(WtconvGpu, PlanesAtThe32BitLimit) {
       for (int r = 0; r < T; ++r)
         for (int c = 0; c < cs.W; ++c) band[size_t(r) * cs.W + c] = tiles[t][r * T + c % T];
       const std::vector<char> band_bytes = encode(cs.prec, band);
-      ASSERT_EQ(cudaMemcpy(large[t]->p, band_bytes.data(), band_bytes.size(), cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(large[t]->ptr, band_bytes.data(), band_bytes.size(), cudaMemcpyHostToDevice), cudaSuccess);
       for (int r0 = T; r0 < cs.H; r0 += T)
-        ASSERT_EQ(cudaMemcpy(bytes_at(*large[t], r0 * row), large[t]->p, std::min(T, cs.H - r0) * row,
+        ASSERT_EQ(cudaMemcpy(bytes_at(*large[t], r0 * row), large[t]->ptr, std::min(T, cs.H - r0) * row,
                              cudaMemcpyDeviceToDevice),
                   cudaSuccess);
       small[t].resize(size_t(ps.height) * ps.width);
@@ -710,14 +695,14 @@ TEST(WtconvGpu, PlanesAtThe32BitLimit) {
     wtconv_reference_backward(ps, small[1].data(), small[0].data(), params_of_set(set, cs.L, true), &g);
 
     const DeviceSet dev(set);
-    ASSERT_TRUE(run_step(p, dx_in.p, ddy.p, dev, true, dy_out, ddx));
+    ASSERT_TRUE(run_step(p, dx_in.ptr, ddy.ptr, dev, true, dy_out, ddx));
 
     const double tol = cs.prec == Precision::kFP32 ? 1e-5 : 1e-2;
     std::vector<int> small_col(cs.W);  // to_small of every column
     for (int c = 0; c < cs.W; ++c) small_col[c] = to_small(c, cs.W, ps.width);
     // Relative L2 error of a large plane against the small plane's oracle, mapped (NaN: infinity).
     auto check_plane = [&](const char* name, const DevBuf& buf, const std::vector<double>& ref) {
-      const std::vector<char> raw = buf.get();
+      const std::vector<char> raw = buf.to_host();
       std::vector<double> num(cs.H), den(cs.H);
       winconv::testing::parallel_ranges(size_t(cs.H), [&](size_t begin, size_t end) {
         for (size_t r = begin; r < end; ++r) {
@@ -738,7 +723,7 @@ TEST(WtconvGpu, PlanesAtThe32BitLimit) {
     check_plane("y", dy_out, yref);
     check_plane("dx", ddx, g.dx);
     for (size_t t = 0; t < set.size(); ++t)
-      for (double v : decode(Precision::kFP32, dev.grads[t]->get())) ASSERT_TRUE(std::isfinite(v)) << grad_name(t);
+      for (double v : decode(Precision::kFP32, dev.grads[t]->to_host())) ASSERT_TRUE(std::isfinite(v)) << grad_name(t);
   }
 }
 
