@@ -116,11 +116,8 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
               *reinterpret_cast<float2*>(gs + at + t * plane) = make_float2(g0[t], g1[t]);
             }
           });
-    } else if constexpr (kDirect) {
-      if (a.vec4) stage_blocks(std::true_type{});
-      else stage_blocks(std::false_type{});
     } else {
-      stage_blocks(std::false_type{});
+      stage_level_blocks<kDirect>(a, stage_blocks);
     }
     __syncthreads();
     // The subband convs into dz, then dX_{l-1}: one coefficient (four children) per thread.

@@ -1252,6 +1252,17 @@ __device__ __forceinline__ void staged_slot(int e, const LevelDivisors& d, int r
     d.plane.divmod(uint32_t(e), p, at);
   }
 }
+// Runs a level kernel's block staging as stage(std::true_type{}) where it reads x directly and
+// x's rows are 4-element aligned (a.vec4: vector loads), else as stage(std::false_type{}).
+template <bool kDirect, typename A, typename Stage>
+__device__ __forceinline__ void stage_level_blocks(const A& a, const Stage& stage) {
+  if constexpr (kDirect) {
+    if (a.vec4) stage(std::true_type{});
+    else stage(std::false_type{});
+  } else {
+    stage(std::false_type{});
+  }
+}
 // One item's staging in a level kernel (the block staging; kPairs instances stage pairs): tile
 // element e's block of the grid the kernel reads (staged_block; x's H x W for the direct kernels,
 // else the level's hin x win), loaded by load(block, hin, win) and stored by store(e, v), two

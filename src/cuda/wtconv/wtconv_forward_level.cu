@@ -79,11 +79,8 @@ __device__ __forceinline__ void forward_level_body(const FwdLevelArgs<Tin>& a) {
 #pragma unroll
             for (int s = 0; s < 4; ++s) *reinterpret_cast<float2*>(dst + s * plane) = make_float2(z0[s], z1[s]);
           });
-    } else if constexpr (kDirect) {
-      if (a.vec4) stage_blocks(std::true_type{});
-      else stage_blocks(std::false_type{});
     } else {
-      stage_blocks(std::false_type{});
+      stage_level_blocks<kDirect>(a, stage_blocks);
     }
     __syncthreads();
     // The subband convs into zs, then the synthesis per coefficient.
