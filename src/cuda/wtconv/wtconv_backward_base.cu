@@ -37,8 +37,10 @@ struct QuadPair {
 // kFixed (with kFuse2): the tile kFusedBwdTileH x kFusedBwdTileW coefficients, one plane per
 // item, at compile time (bwd_fused_fixed_tile): extents, pitches, row lengths and job divisors
 // become constants, as in the forward.
-template <typename T, int K, bool kTma, bool kFuse2, bool kFixed, bool kPlane = false>
-__global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
+// kOnly (K == 0): the runtime-k instance for k = kOnly alone (k = 1): its correlation rings and
+// window passes compile that size only, and it takes bwd_base_blocks_per_sm(kOnly) blocks.
+template <typename T, int K, bool kTma, bool kFuse2, bool kFixed, bool kPlane = false, int kOnly = 0>
+__global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(kOnly ? kOnly : K))
     backward_base_kernel(const __grid_constant__ BwdBaseArgs<T> a) {
   static_assert(!kFuse2 || (kTma && K > 0), "the fused backward stages with TMA");
   static_assert(!kFixed || kFuse2, "the fixed tile is a fused instance");
@@ -56,7 +58,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
                 "one Haar block per thread in the fixed tile");
   constexpr bool kCopy = kFuse2 && sizeof(T) != 4;
   extern __shared__ __align__(128) float smem[];
-  constexpr int KM = K > 0 ? K : 15;
+  constexpr int KM = K > 0 ? K : kOnly > 0 ? kOnly : 15;  // the sums of a kernel row
   const int k = K ? K : a.k, r = k / 2, kk = k * k;
   const int c = blockIdx.x / a.g.splits, split = blockIdx.x % a.g.splits;
   const int th = kFixed ? kFusedBwdTileH : a.g.th, tw = kFixed ? kFusedBwdTileW : a.g.tw, np = kFixed ? 1 : a.g.np;
@@ -455,7 +457,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
         float d[4][2];  // [subband][coefficient]
         const float* gsrc = gs + p * 4 * plane + ty * lp + tx0;  // the four subband planes share the phase
         // The window passes at a compile-time k where it can be (with_compiled_kernel_size).
-        with_compiled_k<K>(k, [&](const int kw) {
+        with_compiled_k<K, kOnly>(k, [&](const int kw) {
           with_window_loads(window_vector_width(kw, lp, 2), gsrc, [&](auto loads) {
 #pragma unroll
             for (int t = 0; t < 4; ++t)
@@ -476,7 +478,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
           if (y >= a.H) break;
           const float* drow = ds + p * pplane + (2 * ty + dy + r) * pw + (2 * tx0 + r);
           float base[4];
-          with_compiled_k<K>(k, [&](const int kw) {
+          with_compiled_k<K, kOnly>(k, [&](const int kw) {
             conv_adjacent_windows_by<4>(window_vector_width(kw, pw, 4), w0f, wp, drow, pw, kw, npix, base);
           });
           T* dst = a.dx + pl * a.H * a.W + int64_t(y) * a.W + 2 * qx0;
@@ -499,7 +501,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(K))
 #pragma unroll
       for (int j = 0; j < KM; ++j) acc[j] = 0.f;
       float dsum = 0.f;
-      with_compiled_kernel_size<K>(k, [&](auto kc) {
+      with_compiled_kernel_size<K, kOnly>(k, [&](auto kc) {
         using KC = decltype(kc);  // K, or the runtime k's ring (runtime-k instance)
         if (!base_job) {
           // Level 1, or (fused) level 2 with the same loop over its planes.
@@ -618,7 +620,14 @@ cudaError_t launch_backward_base(const BwdBaseArgs<T>& args, size_t smem, cudaSt
       if (a.tma) return launch_with_smem(backward_base_kernel<T, K, true, false, false>, blocks, launch_smem, stream, a);
     }
     if (a.fuse2) return cudaErrorNotSupported;  // the plan fuses only sizes with that instance (bwd_fused_smem)
-    // The plane-tile or tiled instance.
+    // The plane-tile or tiled instance (k = 1: its own, kOnly: bwd_base_blocks_per_sm).
+    if constexpr (K == 0) {
+      if (a.k == 1) {
+        if (a.plane_tile)
+          return launch_with_smem(backward_base_kernel<T, 0, false, false, false, true, 1>, blocks, smem, stream, a);
+        return launch_with_smem(backward_base_kernel<T, 0, false, false, false, false, 1>, blocks, smem, stream, a);
+      }
+    }
     if (a.plane_tile)
       return launch_with_smem(backward_base_kernel<T, K, false, false, false, true>, blocks, smem, stream, a);
     return launch_with_smem(backward_base_kernel<T, K, false, false, false, false>, blocks, smem, stream, a);

@@ -21,10 +21,10 @@ namespace wtconv_detail {
 // (a.pairs); compiled only into the instances that take it (perf note 67). kWindows false: the
 // k = 1 instance, its subband convs taken in the dX pass (dispatch_level_kernel_size).
 template <typename Tc, bool kDirect, int K, bool kPlane, bool kPairs, bool kWindows>
-__global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backward_level_kernel(BwdLevelArgs<Tc> a) {
+__global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 || !kWindows ? 4 : 2) backward_level_kernel(BwdLevelArgs<Tc> a) {
   static_assert(kWindows || K == 0, "only the runtime-k instance has a k = 1 form");
   extern __shared__ float smem[];
-  constexpr int KM = K > 0 ? K : 15;
+  constexpr int KM = K > 0 ? K : kWindows ? 15 : 1;  // the sums of a kernel row
   const int k = K ? K : a.k, r = k / 2, kk = k * k;
   const int c = blockIdx.x / a.g.splits, split = blockIdx.x % a.g.splits;
   const int th = a.g.th, tw = a.g.tw, np = a.g.np;
@@ -132,7 +132,7 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 ? 4 : 2) backw
       float acc[KM];
 #pragma unroll
       for (int j = 0; j < KM; ++j) acc[j] = 0.f;
-      with_compiled_kernel_size<K>(k, [&](auto kc) {
+      with_compiled_kernel_size<K, kWindows ? 0 : 1>(k, [&](auto kc) {
         using KC = decltype(kc);  // K, or the runtime k's ring (runtime-k instance)
         for_strided_rows(part, parts, th, np, [&](int p, int ty) {
           const float* yrow = ys + (p * 4 + sb) * plane + (ty + ci) * ew;

@@ -459,11 +459,15 @@ __host__ __device__ __forceinline__ void corr_row_maybe_quads(bool quads, float*
 // kernel column (docs/wtconv.md, perf note 72), and the window passes, given KC as their k, lose
 // their per-column tests (note 73; their row loops stay rolled). The inner loops are small pieces
 // of code, so the sizes cost four more instances of them, not of the kernels. The sums are the
-// same either way.
-template <int K, typename F>
+// same either way. kOnly > 0: a runtime-k kernel instance launched for k = kOnly alone (the k = 1
+// instances, kRuntimeK1), which compiles that size only and so keeps that size's registers.
+template <int K, int kOnly = 0, typename F>
 __device__ __forceinline__ void with_compiled_kernel_size(int k, F&& f) {
+  static_assert(kOnly == 0 || K == 0, "kOnly selects a size of the runtime-k instance");
   if constexpr (K > 0) {
     f(std::integral_constant<int, K>{});
+  } else if constexpr (kOnly > 0) {
+    f(std::integral_constant<int, kOnly>{});
   } else {
     switch (k) {
       case 1: f(std::integral_constant<int, 1>{}); break;
@@ -478,9 +482,9 @@ __device__ __forceinline__ void with_compiled_kernel_size(int k, F&& f) {
 
 // with_compiled_kernel_size for the inner loops that take k as a value (the window passes):
 // f(kw) with kw = KC, a constant once inlined, or the runtime k where KC is 0.
-template <int K, typename F>
+template <int K, int kOnly = 0, typename F>
 __device__ __forceinline__ void with_compiled_k(int k, F&& f) {
-  with_compiled_kernel_size<K>(k, [&](auto kc) { f(decltype(kc)::value > 0 ? decltype(kc)::value : k); });
+  with_compiled_kernel_size<K, kOnly>(k, [&](auto kc) { f(decltype(kc)::value > 0 ? decltype(kc)::value : k); });
 }
 
 // Whether rows of n positions at y = y0 + i * ypitch and g = g0 + i * gpitch (every row i of a
@@ -1436,11 +1440,11 @@ __device__ __forceinline__ float first_residual(const float* grid, const ItemPos
 // read up to 6 floats past a window, so kWindowSlack quiet floats follow the tiles. Each output's
 // terms in conv_window's order, bit for bit. `fixup(slot, y, x0, ncols, z)` may change a job's four
 // sums before they are stored (the forward base adds R_1 to LL; the level kernels store them as
-// they are).
+// they are). kOnly: with_compiled_kernel_size's.
 struct NoWindowFixup {
   __device__ __forceinline__ void operator()(int, int, int, int, float (&)[4]) const {}
 };
-template <int K, typename Fixup = NoWindowFixup>
+template <int K, int kOnly = 0, typename Fixup = NoWindowFixup>
 __device__ __forceinline__ void level_subband_windows(const float* w, int fs, int wp, const float* src, int eh, int ew,
                                                       int th, int tw, int np, int k, float* dst,
                                                       const Fixup& fixup = Fixup()) {
@@ -1450,7 +1454,7 @@ __device__ __forceinline__ void level_subband_windows(const float* w, int fs, in
     const int slot = e / per_tile, rem = e % per_tile;  // slot = p * 4 + subband
     const int y = rem / quads, x0 = 4 * (rem % quads), ncols = min(4, tw - x0);
     float z[4];
-    with_compiled_k<K>(k, [&](const int kw) {  // at a compile-time k where it can be
+    with_compiled_k<K, kOnly>(k, [&](const int kw) {  // at a compile-time k where it can be
       conv_adjacent_windows_by<4>(v, w + (slot & 3) * fs, wp, src + slot * plane + y * ew + x0, ew, kw, ncols, z);
     });
     fixup(slot, y, x0, ncols, z);

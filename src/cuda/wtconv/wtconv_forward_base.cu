@@ -30,8 +30,11 @@ __device__ __forceinline__ int fwd_tile_origin(int t0, int s, int r, int g2) { r
 // kFixed (with kFuse2): the tile kFusedFwdTileH x kFusedFwdTileW, one plane per item, at compile
 // time (fwd_fused_fixed_tile), so that the extents, pitches and job divisors below are constants:
 // immediate offsets and shifts instead of parameter loads and index arithmetic.
-template <typename T, int K, bool kTma, bool kFuse2, bool kFixed, bool kPlane = false, int kBound = 0>
-__global__ void __launch_bounds__(kBlockThreads, kBound ? kBound : fwd_base_blocks_per_sm(K))
+// kOnly (K == 0): the runtime-k instance for k = kOnly alone (k = 1): its window passes compile
+// that size only, and it takes fwd_base_blocks_per_sm(kOnly) blocks.
+template <typename T, int K, bool kTma, bool kFuse2, bool kFixed, bool kPlane = false, int kBound = 0,
+          int kOnly = 0>
+__global__ void __launch_bounds__(kBlockThreads, kBound ? kBound : fwd_base_blocks_per_sm(kOnly ? kOnly : K))
     forward_base_kernel(const __grid_constant__ FwdBaseArgs<T> a) {
   static_assert(kBound == 0 || (K == 3 && !kTma && !kPlane), "only the quad-staged k = 3 instance takes its own bound");
   static_assert(!kFuse2 || (kTma && K > 0), "the fused forward stages with TMA");
@@ -249,7 +252,7 @@ __global__ void __launch_bounds__(kBlockThreads, kBound ? kBound : fwd_base_bloc
       // coefficients of a row of one subband per job), + R_1 at LL before the store. One subband
       // per job, not four: a tile's rows of quads alone left most of the block waiting at the
       // barrier below (docs/wtconv.md, perf note 85).
-      level_subband_windows<K>(w1s, fs, wp, ys, qh, qw, qih, qiw, np, k, zs,
+      level_subband_windows<K, kOnly>(w1s, fs, wp, ys, qh, qw, qih, qiw, np, k, zs,
                                [&](int slot, int iy, int ix0, int ncols, float(&z)[4]) {
                                  const int b = pos.b0 + slot / 4, qy = qay + iy;
                                  if ((slot & 3) != 0 || a.rin == nullptr || b >= a.B || qy >= a.h1) return;
@@ -400,7 +403,7 @@ __global__ void __launch_bounds__(kBlockThreads, kBound ? kBound : fwd_base_bloc
         if (b >= a.B || oy >= a.Ho || ox0 >= a.Wo) continue;
         const int ncols = min(min(4, pos.x0 + tw - ox0), a.Wo - ox0);
         float v[4];
-        with_compiled_k<K>(k, [&](const int kw) {
+        with_compiled_k<K, kOnly>(k, [&](const int kw) {
           conv_adjacent_windows_by<4>(window_vector_width(kw, xw, 4), w0s, wp,
                                       xs + p * xh * xw + (oy - r - x0y) * xw + (ox0 - r - x0x), xw, kw, ncols, v);
         });
@@ -422,7 +425,7 @@ __global__ void __launch_bounds__(kBlockThreads, kBound ? kBound : fwd_base_bloc
         if (b >= a.B || oy >= a.Ho || ox >= a.Wo) continue;
         const int py = s * oy, px = s * ox;
         float v = bias;
-        with_compiled_k<K>(k, [&](const int kw) {  // runtime k: at a compile-time k where it can be
+        with_compiled_k<K, kOnly>(k, [&](const int kw) {  // runtime k: at a compile-time k where it can be
           v += conv_window<K>(w0s, xs + p * xh * xw + (py - r - x0y) * xw + (px - r - x0x), xw, kw, wp);
         });
         const int iy = (py >> 1) - qay, ix = (px >> 1) - qax;
@@ -489,6 +492,13 @@ cudaError_t launch_forward_base(const FwdBaseArgs<T>& args, size_t smem, cudaStr
     }
     if constexpr (K != 0)
       if (a.tma) return launch_with_smem(forward_base_kernel<T, K, true, false, false>, blocks, launch_smem, stream, a);
+    if constexpr (K == 0) {
+      if (a.k == 1) {  // the k = 1 instances (kOnly: fwd_base_blocks_per_sm)
+        if (a.plane_tile)
+          return launch_with_smem(forward_base_kernel<T, 0, false, false, false, true, 0, 1>, blocks, smem, stream, a);
+        return launch_with_smem(forward_base_kernel<T, 0, false, false, false, false, 0, 1>, blocks, smem, stream, a);
+      }
+    }
     if (a.plane_tile) return launch_with_smem(forward_base_kernel<T, K, false, false, false, true>, blocks, smem, stream, a);
     if constexpr (K == 3)
       if (fwd_base_quad_blocks(K, smem) == kFwdQuadBlocksK3)

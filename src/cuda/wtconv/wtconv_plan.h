@@ -132,13 +132,19 @@ WTCONV_HOST_DEVICE constexpr bool specialised_kernel_size(int k) { return k == 3
 // registers) it spilled 2.4 KB, and at k = 9 its local-memory traffic was 3x its global loads
 // (note 82). Its tiles are fitted to 2 as well: at k = 13 and 15 a 16 x 32 tile then fits where
 // three blocks' shared memory held 16 x 16, whose paired dx jobs left half the block idle (note 97).
+// k = 1 runs the runtime-k code in an instance of its own that compiles k = 1's loops alone
+// (with_compiled_kernel_size's kOnly), 4 blocks like k = 3: at 2 its latency-bound passes ran
+// 1.5x the 3 x 3 kernel's time on the same plane (docs/wtconv.md, perf note 107).
 WTCONV_HOST_DEVICE constexpr int bwd_base_blocks_per_sm(int k) {
-  return k == 3 ? 4 : specialised_kernel_size(k) ? 3 : 2;
+  return k == 3 || k == 1 ? 4 : specialised_kernel_size(k) ? 3 : 2;
 }
 // Launch bound of the forward base kernel: 4 blocks (64 registers, no spill) for k = 3 and 5; 2 for
 // k = 7, which spills at 3 (docs/wtconv.md, perf note 17); 3 (80 registers) for the runtime-k
-// instance, whose vector-read windows spill at 64 (perf note 53).
-WTCONV_HOST_DEVICE constexpr int fwd_base_blocks_per_sm(int k) { return k == 7 ? 2 : k == 3 || k == 5 ? 4 : 3; }
+// instance, whose vector-read windows spill at 64 (perf note 53); 4 for its k = 1 instance, which
+// compiles k = 1's windows alone (bwd_base_blocks_per_sm, perf note 107).
+WTCONV_HOST_DEVICE constexpr int fwd_base_blocks_per_sm(int k) {
+  return k == 7 ? 2 : k == 3 || k == 5 || k == 1 ? 4 : 3;
+}
 // Blocks per SM of the quad-staged forward base instance (odd widths, and planes without a TMA box)
 // for a plan of `smem` bytes: at k = 3, 5 blocks (48 registers, no spill) where 5 of them fit the
 // SM's shared memory. At 4 its items' staging loads waited at the barrier after the staging with
