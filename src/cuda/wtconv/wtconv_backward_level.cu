@@ -24,7 +24,8 @@ template <typename Tc, bool kDirect, int K, bool kPlane, bool kPairs, bool kWind
 __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 || !kWindows ? 4 : 2) backward_level_kernel(BwdLevelArgs<Tc> a) {
   static_assert(kWindows || K == 0, "only the runtime-k instance has a k = 1 form");
   extern __shared__ float smem[];
-  constexpr int KM = K > 0 ? K : kWindows ? 15 : 1;  // the sums of a kernel row
+  constexpr int kOnly = kWindows ? 0 : 1;  // the k = 1 form: its ring alone (with_compiled_kernel_size)
+  constexpr int KM = K > 0 ? K : kOnly > 0 ? kOnly : 15;  // the sums of a kernel row
   const int k = K ? K : a.k, r = k / 2, kk = k * k;
   const int c = blockIdx.x / a.g.splits, split = blockIdx.x % a.g.splits;
   const int th = a.g.th, tw = a.g.tw, np = a.g.np;
@@ -132,7 +133,7 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 || !kWindows ?
       float acc[KM];
 #pragma unroll
       for (int j = 0; j < KM; ++j) acc[j] = 0.f;
-      with_compiled_kernel_size<K, kWindows ? 0 : 1>(k, [&](auto kc) {
+      with_compiled_kernel_size<K, kOnly>(k, [&](auto kc) {
         using KC = decltype(kc);  // K, or the runtime k's ring (runtime-k instance)
         for_strided_rows(part, parts, th, np, [&](int p, int ty) {
           const float* yrow = ys + (p * 4 + sb) * plane + (ty + ci) * ew;

@@ -460,7 +460,8 @@ __host__ __device__ __forceinline__ void corr_row_maybe_quads(bool quads, float*
 // their per-column tests (note 73; their row loops stay rolled). The inner loops are small pieces
 // of code, so the sizes cost four more instances of them, not of the kernels. The sums are the
 // same either way. kOnly > 0: a runtime-k kernel instance launched for k = kOnly alone (the k = 1
-// instances, kRuntimeK1), which compiles that size only and so keeps that size's registers.
+// instances of the base kernels and the backward level kernel), which compiles that size only and
+// so keeps that size's registers.
 template <int K, int kOnly = 0, typename F>
 __device__ __forceinline__ void with_compiled_kernel_size(int k, F&& f) {
   static_assert(kOnly == 0 || K == 0, "kOnly selects a size of the runtime-k instance");
