@@ -771,7 +771,11 @@ TEST(WtconvGpu, VectorisedAndTmaStagingMatchScalar) {
   const Shape shapes[] = {{2, 3, 20, 24, 5, 2, 1}, {1, 2, 33, 68, 3, 3, 1}, {3, 2, 9, 4, 7, 1, 1},
                           {2, 2, 70, 132, 5, 1, 1}, {2, 2, 21, 40, 3, 2, 1}, {1, 2, 26, 64, 9, 2, 1},
                           {2, 2, 30, 48, 5, 2, 2}, {1, 3, 17, 40, 3, 1, 3}, {16, 3, 8, 8, 5, 2, 1},
-                          {2, 2, 37, 80, 5, 2, 1}, {16, 3, 16, 16, 5, 2, 1}, {2, 2, 67, 100, 5, 2, 1}};
+                          {2, 2, 37, 80, 5, 2, 1}, {16, 3, 16, 16, 5, 2, 1}, {2, 2, 67, 100, 5, 2, 1},
+                          // the cascade's band path: 2-element rows, 4 and 5 levels a launch
+                          // (shuffles 1, 2 and 4 lanes apart), a second launch from a float chain
+                          {2, 2, 45, 70, 5, 3, 1}, {1, 2, 40, 36, 3, 5, 1}, {1, 2, 70, 100, 3, 6, 1},
+                          {1, 1, 260, 300, 3, 8, 1}};
   for (Precision prec : {Precision::kFP32, Precision::kFP16, Precision::kBF16})
     for (const Shape& sh : shapes) {
       const auto aligned = run_shape(sh, prec, true, 77);

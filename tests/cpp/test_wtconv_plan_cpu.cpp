@@ -777,38 +777,33 @@ TEST(WtconvPlan, PoorlyCoveredPlanesTakeFittedBaseTiles) {
     }
 }
 
-TEST(WtconvPlan, CascadeTilesOfLeastCost) {
-  // Planes that fit one tile keep the smallest tile covering them (the plane path).
-  EXPECT_EQ(cascade_tile_log2(7, 7, 1), 3);
-  EXPECT_EQ(cascade_tile_log2(28, 28, 3), 5);
-  EXPECT_EQ(cascade_tile_log2(3, 30, 2), 5);
-  EXPECT_EQ(cascade_tile_log2(2, 2, 4), 4);  // never below 2^levels
-  // Larger planes: the least tiles x (area + 13), the larger tile on a tie.
-  EXPECT_EQ(cascade_tile_log2(44, 66, 3), 4);   // 32: 6222, 16: 4035, 8: 4158
-  EXPECT_EQ(cascade_tile_log2(44, 66, 4), 4);   // 8 is below 2^levels
-  EXPECT_EQ(cascade_tile_log2(56, 56, 4), 5);   // 32: 4148, 16: 4304
-  EXPECT_EQ(cascade_tile_log2(161, 92, 3), 4);  // 32: 18666, 16: 17754, 8: 19404
-  EXPECT_EQ(cascade_tile_log2(86, 51, 3), 3);   // 32: 6222, 16: 6456, 8: 5929
-  EXPECT_EQ(cascade_tile_log2(156, 73, 3), 4);  // 32: 15555, 16: 13450, 8: 15400
-  EXPECT_EQ(cascade_tile_log2(56, 56, 2), 3);   // 8 covers it exactly
-  EXPECT_EQ(cascade_tile_log2(112, 112, 3), 4);
-  EXPECT_EQ(cascade_tile_log2(256, 256, 3), 5);
-  EXPECT_EQ(cascade_tile_log2(1000, 3, 1), 3);  // 125 x 1 tiles of 8
-  EXPECT_EQ(cascade_tile_log2(40, 40, 5), 5);   // 2^levels = 32 leaves no choice
-  // Random planes: the tile is 2^levels..32, and no allowed side costs less.
+TEST(WtconvPlan, CascadePlaneTiles) {
+  // Planes that fit one tile of at most 32 x 32 take the smallest tile covering them, never below
+  // 2^levels; larger planes have none (the band path).
+  EXPECT_EQ(cascade_plane_tile_log2(7, 7, 1), 3);
+  EXPECT_EQ(cascade_plane_tile_log2(28, 28, 3), 5);
+  EXPECT_EQ(cascade_plane_tile_log2(3, 30, 2), 5);
+  EXPECT_EQ(cascade_plane_tile_log2(2, 2, 4), 4);
+  EXPECT_EQ(cascade_plane_tile_log2(1, 1, 1), 1);
+  EXPECT_EQ(cascade_plane_tile_log2(8, 5, 3), 3);
+  EXPECT_EQ(cascade_plane_tile_log2(9, 5, 3), 4);
+  EXPECT_EQ(cascade_plane_tile_log2(32, 32, 5), 5);
+  EXPECT_EQ(cascade_plane_tile_log2(33, 2, 1), -1);
+  EXPECT_EQ(cascade_plane_tile_log2(2, 33, 1), -1);
+  EXPECT_EQ(cascade_plane_tile_log2(56, 56, 4), -1);
   std::mt19937 rng(7);
   for (int i = 0; i < 2000; ++i) {
-    const int64_t h = 1 + int64_t(rng() % 600), w = 1 + int64_t(rng() % 600);
+    const int64_t h = 1 + int64_t(rng() % 60), w = 1 + int64_t(rng() % 60);
     const int levels = 1 + int(rng() % 5);
-    const int lt = cascade_tile_log2(h, w, levels);
+    const int lt = cascade_plane_tile_log2(h, w, levels);
+    if (h > 32 || w > 32) {
+      ASSERT_EQ(lt, -1) << h << " x " << w;
+      continue;
+    }
     ASSERT_GE(lt, levels);
     ASSERT_LE(lt, 5);
-    const auto cost = [&](int l) {
-      const int64_t t = int64_t(1) << l;
-      return (h + t - 1) / t * ((w + t - 1) / t) * (t * t + kCascadeTileOverhead);
-    };
-    if (h <= 32 && w <= 32) continue;  // checked above: one tile per plane
-    for (int l = std::max(levels, 3); l <= 5; ++l) ASSERT_LE(cost(lt), cost(l)) << h << " x " << w << " L " << levels;
+    ASSERT_TRUE((int64_t(1) << lt) >= h && (int64_t(1) << lt) >= w);
+    if (lt > levels) ASSERT_TRUE((int64_t(1) << (lt - 1)) < h || (int64_t(1) << (lt - 1)) < w) << h << " x " << w;
   }
 }
 

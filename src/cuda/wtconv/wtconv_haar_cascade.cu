@@ -1,7 +1,9 @@
 // Haar cascade: the raw LL chain X_{a+1..a+m} (forward) or the LL chain of G = Haar cascade of dy
-// (backward) from one pass over level a. A block loads a T x T tile (T a power of two, so every
-// deeper level of the tile stays aligned) of np planes and halves it m times in shared memory;
-// each level is written once (N/4 + N/16 + ... floats) and the input read once.
+// (backward) from one pass over level a; each level is written once (N/4 + N/16 + ... floats) and
+// the input read once. Planes that one T x T tile holds (T a power of two, cascade_plane_tile_log2) and
+// whose rows are not whole 16-byte quads take the kPlane path: a block halves np planes m times in
+// shared memory. Every other plane takes the band path: each thread forms all m levels of a
+// column quad of 2^m pixel rows in registers (haar_cascade_band_kernel).
 #include "wtconv_kernels.cuh"
 
 namespace winconv {
@@ -10,16 +12,20 @@ namespace wtconv_detail {
 template <typename Tfirst>
 struct CascadeGeom {
   int64_t planes;
-  int hin, win, levels, lt, np;   // T = 1 << lt
-  bool vec4;                      // 4-element loads (see launch_haar_cascade)
-  bool vec2;                      // else 2-element loads of level 1's blocks: even widths
-  bool plane_path;                // the kPlane path (haar_cascade_planes)
-  FastDivmod per_group, tiles_x;  // block -> (plane group, tile row, tile column)
+  int hin, win, levels, lt, np;   // kPlane: T = 1 << lt, np planes per block
+  bool plane_path;                // the kPlane path (haar_cascade_planes), else the band path
   // kPlane (one tile per plane): the np planes of a block are contiguous in `in` and
   // in every level's output, so each level writes its grid rounded up to even (zeros past the
   // grid: what the next level's Haar blocks read there), instead of the whole tile with a bounds
   // test per element (haar_cascade_planes).
   FastDivmod lvl_plane[5], lvl_row[5];   // per level: even(hout) * even(wout), even(wout) (last: exact)
+  // Band path: thread (blockIdx.x * kBlockThreads + threadIdx.x) of plane group blockIdx.y ->
+  // (plane in the group, band, quad column); band_vec: 4 or 2 when rows load as aligned 4- or
+  // 2-element vectors, else 1; band_pair1: level 1's coefficient pairs stored as one 2-element store.
+  FastDivmod band_plane, band_row;
+  uint32_t band_planes_per_y;
+  int band_vec;
+  bool band_pair1;
   Tfirst* first;   // out level a+1, or null: computed for the deeper levels, not stored
   float* deeper[4];  // levels a+2..a+levels
   int hout[5], wout[5];
@@ -103,110 +109,132 @@ __device__ __forceinline__ void haar_cascade_planes(const Tin* __restrict__ in, 
   }
 }
 
-// The kernel; its generic path (T x T tiles): index math is shifts and masks (T is a
-// power of two) and the block decode uses FastDivmod. The kernel moves 4-6 bytes per element, so
-// an integer divide per element (no hardware divider) made it instruction-bound at a fifth of the
-// copy bandwidth.
-template <typename Tin, typename Tfirst, bool kPlane>
+// The kPlane kernel: a block takes np whole planes (CascadeGeom::np), one per tile.
+template <typename Tin, typename Tfirst>
 __device__ __forceinline__ void haar_cascade_block(const Tin* __restrict__ in, const CascadeGeom<Tfirst>& g,
                                                    uint32_t block) {
   extern __shared__ float smem[];
-  const int lt = g.lt, T = 1 << lt, TT = T * T;
-  float* buf0 = smem;
-  float* buf1 = smem + g.np * TT;
-  uint32_t pg, rem, ty, tx;
-  g.per_group.divmod(block, pg, rem);
-  g.tiles_x.divmod(rem, ty, tx);
-  const int y0 = int(ty) << lt, x0 = int(tx) << lt;
-  const int64_t plane0 = int64_t(pg) * g.np;
-  if constexpr (kPlane) {
-    haar_cascade_planes(in, g, buf0, buf1, plane0);
-    return;
-  }
-
-  int ls = lt, oy = y0, ox = x0, j0 = 0;  // side = 1 << ls; levels j0.. from the tile in buf0
-  if (g.vec4) {
-    const int lq = lt - 2;  // T / 4 quads per tile row
-    stage_tile<2>(
-        g.np * TT / 4,
-        [&](int e) {
-          const int p = e >> (2 * lt - 2), y = y0 + ((e >> lq) & (T - 1)), x = x0 + ((e & ((1 << lq) - 1)) << 2);
-          const int64_t plane = plane0 + p;
-          float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-          if (plane < g.planes && y < g.hin && x < g.win) {
-            const Tin* src = in + plane * g.hin * g.win + int64_t(y) * g.win + x;
-            if (x + 3 < g.win) {
-              v = load4(src);
-            } else {
-              v.x = to_float(src[0]);
-              if (x + 1 < g.win) v.y = to_float(src[1]);
-              if (x + 2 < g.win) v.z = to_float(src[2]);
-            }
-          }
-          return v;
-        },
-        [&](int e, float4 v) { reinterpret_cast<float4*>(buf0)[e] = v; });
-  } else {
-    // Rows that are not whole quads: level 1 straight from global memory, each coefficient's
-    // 2 x 2 pixel block (zeros past the plane) loaded by its thread, as the kPlane path does (note
-    // 50), instead of staging the pixel tile element by element and halving it after a barrier:
-    // one shared-memory pass and one barrier fewer, and pair loads where the width is even (a
-    // tile's columns start even, so a pair lies inside the plane or outside it). The same four
-    // values go to the same haar_ll, so the same bits. Training steps 0.88-0.97 on odd and even
-    // widths, where 2-element staging alone gave 0.94-0.99 on even ones (docs/wtconv.md, note 96).
-    const int ln = lt - 1, ns = 1 << ln;
-    stage_tile<2>(
-        g.np << (2 * ln),
-        [&](int e) {
-          const int p = e >> (2 * ln), y = y0 + 2 * ((e >> ln) & (ns - 1)), x = x0 + 2 * (e & (ns - 1));
-          const int64_t plane = plane0 + p;
-          float4 v = make_float4(0.f, 0.f, 0.f, 0.f);  // the block's a, b (top row), c, d
-          if (plane < g.planes && y < g.hin && x < g.win) {
-            const Tin* s = in + plane * g.hin * g.win + int64_t(y) * g.win + x;
-            const bool down = y + 1 < g.hin;
-            if (g.vec2) {
-              const float2 u = load2(s);
-              v.x = u.x; v.y = u.y;
-              if (down) {
-                const float2 w = load2(s + g.win);
-                v.z = w.x; v.w = w.y;
-              }
-            } else {
-              v = load_block_2x2(s, g.win, x + 1 < g.win, down);
-            }
-          }
-          return v;
-        },
-        [&](int e, float4 v) {
-          const float ll = haar_ll(v.x, v.y, v.z, v.w);
-          buf0[e] = ll;
-          store_level_ll(g, 0, plane0 + (e >> (2 * ln)), (y0 >> 1) + ((e >> ln) & (ns - 1)),
-                         (x0 >> 1) + (e & (ns - 1)), ll);
-        });
-    ls = lt - 1;
-    oy = y0 >> 1;
-    ox = x0 >> 1;
-    j0 = 1;
-  }
-  for (int j = j0; j < g.levels; ++j) {
-    __syncthreads();
-    const int side = 1 << ls, ln = ls - 1, ns = 1 << ln;
-    oy >>= 1; ox >>= 1;
-    for (int e = threadIdx.x; e < (g.np << (2 * ln)); e += blockDim.x) {
-      const int p = e >> (2 * ln), yy = (e >> ln) & (ns - 1), xx = e & (ns - 1);
-      const float* s = buf0 + (p << (2 * ls)) + (2 * yy) * side + 2 * xx;
-      const float ll = haar_ll(s[0], s[1], s[side], s[side + 1]);
-      buf1[e] = ll;
-      store_level_ll(g, j, plane0 + p, oy + yy, ox + xx, ll);
-    }
-    float* t = buf0; buf0 = buf1; buf1 = t;
-    ls = ln;
-  }
+  const int TT = 1 << (2 * g.lt);
+  haar_cascade_planes(in, g, smem, smem + g.np * TT, int64_t(block) * g.np);
 }
 
-template <typename Tin, typename Tfirst, bool kPlane>
+template <typename Tin, typename Tfirst>
 __global__ void __launch_bounds__(kBlockThreads) haar_cascade_kernel(const Tin* __restrict__ in, CascadeGeom<Tfirst> g) {
-  haar_cascade_block<Tin, Tfirst, kPlane>(in, g, blockIdx.x);
+  haar_cascade_block<Tin, Tfirst>(in, g, blockIdx.x);
+}
+
+// The band path (planes larger than one tile): a thread takes one column quad (4 pixels) of a
+// band of 2^M pixel rows and forms every level of it in registers, top to bottom: level 1's two
+// coefficients per row pair, level 2 from two of those rows, and level j >= 3 from two rows of
+// level j - 1 of its own lane and of the lane 2^(j-3) to its right (__shfl_down_sync). Consecutive
+// threads take consecutive quads of a band row (its quads rounded up to a multiple of the 2^(M-2)
+// lanes a level-M coefficient spans, so those lanes share a warp and line up), so every load
+// instruction of a warp reads contiguous bytes. No shared memory, no barrier, no per-element
+// index split: the tiled form staged the tile and split an index per coefficient and level, and
+// ran at 1.2-2.4 TB/s, issue-bound (46-53 instructions per pixel; docs/wtconv.md, perf note 108).
+// Pixels past the plane read as zeros, so coefficients past a level's grid are zero, as the
+// zero padding of odd extents requires; the same four values go to the same haar_ll in the same
+// order as before, so the same bits.
+template <int V, typename Tin>
+__device__ __forceinline__ float4 load_band_quad(const Tin* p, int x0, int win, bool in) {
+  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+  if constexpr (V == 4) {  // win % 4 == 0, aligned: the quad is inside the row or past it
+    if (in) v = load4(p);
+  } else if constexpr (V == 2) {  // win even, aligned: each pair is inside the row or past it
+    if (in) {
+      const float2 a = load2(p);
+      v.x = a.x; v.y = a.y;
+    }
+    if (in && x0 + 2 < win) {
+      const float2 b = load2(p + 2);
+      v.z = b.x; v.w = b.y;
+    }
+  } else {
+    if (in) v.x = to_float(p[0]);
+    if (in && x0 + 1 < win) v.y = to_float(p[1]);
+    if (in && x0 + 2 < win) v.z = to_float(p[2]);
+    if (in && x0 + 3 < win) v.w = to_float(p[3]);
+  }
+  return v;
+}
+
+template <int M, int V, typename Tin, typename Tfirst>
+__global__ void __launch_bounds__(kBlockThreads)
+    haar_cascade_band_kernel(const Tin* __restrict__ in, CascadeGeom<Tfirst> g) {
+  constexpr int S = 1 << M;           // pixel rows of a band
+  constexpr int kRows = S < 8 ? S : 8;  // rows loaded before any is used: 8 loads in flight
+  uint32_t p_off, rem, band, q;
+  g.band_plane.divmod(blockIdx.x * kBlockThreads + threadIdx.x, p_off, rem);
+  g.band_row.divmod(rem, band, q);
+  const int64_t plane_raw = int64_t(blockIdx.y) * g.band_planes_per_y + p_off;
+  // Threads past the last plane still run every shuffle, on zeros, and store nothing.
+  const bool active = p_off < g.band_planes_per_y && plane_raw < g.planes;
+  const int64_t plane = active ? plane_raw : 0;
+  const int hin = g.hin, win = g.win, y0 = int(band) << M, x0 = 4 * int(q);
+  const Tin* px = in + (plane * hin + y0) * win + x0;
+  const bool quad_in = active && x0 < win;
+  // Level j's output row of this band and whether this lane stores there: level 1 the pair at
+  // column 2 q, level 2 column q, level j >= 3 column q >> (j - 2) from the lane whose q it divides.
+  Tfirst* out1 = g.first != nullptr ? g.first + (plane * g.hout[0] + (y0 >> 1)) * g.wout[0] + 2 * int(q) : nullptr;
+  const bool st1a = out1 != nullptr && active && 2 * int(q) < g.wout[0];
+  const bool st1b = out1 != nullptr && active && 2 * int(q) + 1 < g.wout[0];
+  float* out[M + 1];
+  bool st[M + 1];
+#pragma unroll
+  for (int j = 2; j <= M; ++j) {
+    const int xj = int(q) >> (j - 2);
+    out[j] = g.deeper[j - 2] + (plane * g.hout[j - 1] + (y0 >> j)) * g.wout[j - 1] + xj;
+    st[j] = active && (int(q) & ((1 << (j - 2)) - 1)) == 0 && xj < g.wout[j - 1];
+  }
+  float top1a = 0.f, top1b = 0.f;  // level 1's upper row pair, until its lower one (M >= 2)
+  float top[M + 1];                // top[j]: level j's upper value, until its lower one (j >= 2)
+#pragma unroll
+  for (int j = 0; j <= M; ++j) top[j] = 0.f;
+#pragma unroll
+  for (int r0 = 0; r0 < S; r0 += kRows) {
+    float4 rows[kRows];
+#pragma unroll
+    for (int i = 0; i < kRows; ++i)
+      rows[i] = load_band_quad<V>(px + int64_t(r0 + i) * win, x0, win, quad_in && y0 + r0 + i < hin);
+#pragma unroll
+    for (int i = 0; i < kRows; i += 2) {
+      const int r = (r0 + i) / 2;  // row pair of the band: level 1's row r
+      const float4 u = rows[i], w = rows[i + 1];
+      const float a = haar_ll(u.x, u.y, w.x, w.y), b = haar_ll(u.z, u.w, w.z, w.w);
+      if ((y0 >> 1) + r < g.hout[0]) {
+        Tfirst* o = out1 + int64_t(r) * g.wout[0];
+        if (g.band_pair1) {  // even level-1 width: the pair is inside the row or past it
+          if (st1a) store2(o, a, b);
+        } else {
+          if (st1a) o[0] = from_float<Tfirst>(a);
+          if (st1b) o[1] = from_float<Tfirst>(b);
+        }
+      }
+      if constexpr (M >= 2) {
+        if (r % 2 == 0) {
+          top1a = a;
+          top1b = b;
+          continue;
+        }
+        float v = haar_ll(top1a, top1b, a, b);  // level 2, band row r / 2
+        if (st[2] && (y0 >> 2) + r / 2 < g.hout[1]) out[2][int64_t(r / 2) * g.wout[1]] = v;
+#pragma unroll
+        for (int j = 3; j <= M; ++j) {
+          // v is level j - 1's value of band row r >> (j - 2): an upper one waits for its lower one.
+          if (((r >> (j - 2)) & 1) == 0) {
+            top[j - 1] = v;
+            break;
+          }
+          const int d = 1 << (j - 3);  // lanes between horizontally adjacent level j - 1 values
+          const float tn = __shfl_down_sync(0xffffffffu, top[j - 1], d);
+          const float bn = __shfl_down_sync(0xffffffffu, v, d);
+          v = haar_ll(top[j - 1], tn, v, bn);
+          const int yj = r >> (j - 1);
+          if (st[j] && (y0 >> j) + yj < g.hout[j - 1]) out[j][int64_t(yj) * g.wout[j - 1]] = v;
+        }
+      }
+    }
+  }
 }
 
 // Two kPlane cascades of one plan in one launch (the backward's chains of x and dy, one-tile
@@ -218,44 +246,35 @@ __global__ void __launch_bounds__(kBlockThreads)
     haar_cascade_pair_kernel(const Tin* __restrict__ in0, CascadeGeom<Tfirst> g0, uint32_t blocks0,
                              const Tin* __restrict__ in1, CascadeGeom<Tfirst> g1) {
   const bool second = blockIdx.x >= blocks0;
-  haar_cascade_block<Tin, Tfirst, true>(second ? in1 : in0, second ? g1 : g0,
-                                        second ? blockIdx.x - blocks0 : blockIdx.x);
+  haar_cascade_block<Tin, Tfirst>(second ? in1 : in0, second ? g1 : g0, second ? blockIdx.x - blocks0 : blockIdx.x);
 }
 
-// The geometry of one cascade launch (arguments as launch_haar_cascade's), its blocks and bytes of
+// The geometry of one cascade launch (arguments as launch_haar_cascade's), its grid and bytes of
 // shared memory.
 template <typename Tin, typename Tfirst>
 CascadeGeom<Tfirst> cascade_geom(const Tin* in, int64_t planes, int64_t hin, int64_t win, int levels, Tfirst* first,
-                                 float* const* deeper, const int64_t* hout, const int64_t* wout, int64_t* blocks_out,
+                                 float* const* deeper, const int64_t* hout, const int64_t* wout, dim3* grid_out,
                                  size_t* smem_out) {
-  CascadeGeom<Tfirst> g;
+  CascadeGeom<Tfirst> g{};
   g.first = first;
   g.planes = planes;
   g.hin = int(hin); g.win = int(win); g.levels = levels;
-  g.lt = cascade_tile_log2(hin, win, levels);
-  const int lt = g.lt;
-  const int T = 1 << lt;
-  int np = 2048 / (T * T);  // two 32x32 planes per block: two 16-byte loads in flight per thread
-  if (np < 1) np = 1;
-  if (np > planes) np = int(planes);
-  g.np = np;
-  const int tiles_y = int((hin + T - 1) / T), tiles_x = int((win + T - 1) / T);
-  // Rows of 4 whole, 4-aligned elements: tiles of at least 4 columns, a row pitch and a base
-  // pointer that keep every quad aligned.
-  g.vec4 = lt >= 2 && win % 4 == 0 && reinterpret_cast<uintptr_t>(in) % (4 * sizeof(Tin)) == 0;
-  g.vec2 = !g.vec4 && win % 2 == 0 && reinterpret_cast<uintptr_t>(in) % (2 * sizeof(Tin)) == 0;
-  g.per_group = FastDivmod(uint32_t(tiles_y) * uint32_t(tiles_x));
-  g.tiles_x = FastDivmod(uint32_t(tiles_x));
   for (int j = 0; j < 5; ++j) {
     if (j > 0) g.deeper[j - 1] = j < levels ? deeper[j - 1] : nullptr;
     g.hout[j] = j < levels ? int(hout[j]) : 0;
     g.wout[j] = j < levels ? int(wout[j]) : 0;
   }
-  *blocks_out = (planes + np - 1) / np * tiles_y * tiles_x;
-  *smem_out = size_t(2) * np * T * T * sizeof(float);
+  const auto aligned = [&](const void* p, size_t n) { return reinterpret_cast<uintptr_t>(p) % n == 0; };
+  g.lt = cascade_plane_tile_log2(hin, win, levels);
+  const bool vec4 = win % 4 == 0 && aligned(in, 4 * sizeof(Tin));
   // One tile per plane, rows not 4-element loads: the planes alone (haar_cascade_planes).
-  g.plane_path = tiles_y == 1 && tiles_x == 1 && !g.vec4;
+  g.plane_path = g.lt >= 0 && !(g.lt >= 2 && vec4);
   if (g.plane_path) {
+    const int T = 1 << g.lt;
+    int np = 2048 / (T * T);  // two 32x32 planes per block: two 16-byte loads in flight per thread
+    if (np < 1) np = 1;
+    if (np > planes) np = int(planes);
+    g.np = np;
     for (int j = 0; j < levels; ++j) {
       // Rounded up to even except at the last level, whose blocks nothing reads (and whose grid may
       // fill a 1 x 1 tile side already).
@@ -264,49 +283,81 @@ CascadeGeom<Tfirst> cascade_geom(const Tin* in, int64_t planes, int64_t hin, int
       g.lvl_plane[j] = FastDivmod(eh * ew);
       g.lvl_row[j] = FastDivmod(ew);
     }
+    *grid_out = dim3(unsigned((planes + np - 1) / np));
+    *smem_out = size_t(2) * np * T * T * sizeof(float);
+    return g;
   }
+  // Band path: a band row of quads rounded up to the 2^(levels-2) lanes of a deepest coefficient.
+  const int64_t span = levels >= 3 ? int64_t(1) << (levels - 2) : 1;
+  const int64_t row_threads = ((win + 3) / 4 + span - 1) / span * span;
+  const int64_t plane_threads = (hin + (int64_t(1) << levels) - 1) / (int64_t(1) << levels) * row_threads;
+  // Plane groups of at most 2^31 threads, so a thread's index in its group is 32-bit.
+  const int64_t per_y = std::max<int64_t>(1, std::min<int64_t>(planes, (int64_t(1) << 31) / plane_threads));
+  g.band_plane = FastDivmod(uint32_t(plane_threads));
+  g.band_row = FastDivmod(uint32_t(row_threads));
+  g.band_planes_per_y = uint32_t(per_y);
+  g.band_vec = vec4 ? 4 : win % 2 == 0 && aligned(in, 2 * sizeof(Tin)) ? 2 : 1;
+  g.band_pair1 = first != nullptr && hout[0] > 0 && wout[0] % 2 == 0 && aligned(first, 2 * sizeof(Tfirst));
+  *grid_out = dim3(unsigned((per_y * plane_threads + kBlockThreads - 1) / kBlockThreads),
+                   unsigned((planes + per_y - 1) / per_y));
+  *smem_out = 0;
   return g;
+}
+
+template <int M, typename Tin, typename Tfirst>
+void launch_band(const Tin* in, const CascadeGeom<Tfirst>& g, dim3 grid, cudaStream_t stream) {
+  if (g.band_vec == 4)
+    haar_cascade_band_kernel<M, 4, Tin, Tfirst><<<grid, kBlockThreads, 0, stream>>>(in, g);
+  else if (g.band_vec == 2)
+    haar_cascade_band_kernel<M, 2, Tin, Tfirst><<<grid, kBlockThreads, 0, stream>>>(in, g);
+  else
+    haar_cascade_band_kernel<M, 1, Tin, Tfirst><<<grid, kBlockThreads, 0, stream>>>(in, g);
 }
 
 // One cascade launch of a geometry from cascade_geom, on its path.
 template <typename Tin, typename Tfirst>
-cudaError_t launch_cascade_geom(const Tin* in, const CascadeGeom<Tfirst>& g, int64_t blocks, size_t smem,
+cudaError_t launch_cascade_geom(const Tin* in, const CascadeGeom<Tfirst>& g, dim3 grid, size_t smem,
                                 cudaStream_t stream) {
-  if (g.plane_path)
-    haar_cascade_kernel<Tin, Tfirst, true><<<unsigned(blocks), kBlockThreads, smem, stream>>>(in, g);
-  else
-    haar_cascade_kernel<Tin, Tfirst, false><<<unsigned(blocks), kBlockThreads, smem, stream>>>(in, g);
+  if (g.plane_path) {
+    haar_cascade_kernel<Tin, Tfirst><<<grid, kBlockThreads, smem, stream>>>(in, g);
+  } else {
+    switch (g.levels) {
+      case 1: launch_band<1>(in, g, grid, stream); break;
+      case 2: launch_band<2>(in, g, grid, stream); break;
+      case 3: launch_band<3>(in, g, grid, stream); break;
+      case 4: launch_band<4>(in, g, grid, stream); break;
+      case 5: launch_band<5>(in, g, grid, stream); break;
+      default: return cudaErrorInvalidValue;
+    }
+  }
   return cudaGetLastError();
 }
 
 template <typename Tin, typename Tfirst>
 cudaError_t launch_haar_cascade(const Tin* in, int64_t planes, int64_t hin, int64_t win, int levels, Tfirst* first,
                                 float* const* deeper, const int64_t* hout, const int64_t* wout, cudaStream_t stream) {
-  int64_t blocks;
+  dim3 grid;
   size_t smem;
-  const CascadeGeom<Tfirst> g = cascade_geom(in, planes, hin, win, levels, first, deeper, hout, wout, &blocks, &smem);
-  return launch_cascade_geom(in, g, blocks, smem, stream);
+  const CascadeGeom<Tfirst> g = cascade_geom(in, planes, hin, win, levels, first, deeper, hout, wout, &grid, &smem);
+  return launch_cascade_geom(in, g, grid, smem, stream);
 }
 
 template <typename Tin, typename Tfirst>
 cudaError_t launch_haar_cascade_pair(const CascadeInput<Tin, Tfirst>& a, const CascadeInput<Tin, Tfirst>& b,
                                      int64_t planes, int64_t hin, int64_t win, int levels, const int64_t* hout,
                                      const int64_t* wout, cudaStream_t stream) {
-  int64_t blocks_a, blocks_b;
+  dim3 grid_a, grid_b;
   size_t smem_a, smem_b;
-  const CascadeGeom<Tfirst> ga =
-      cascade_geom(a.in, planes, hin, win, levels, a.first, a.deeper, hout, wout, &blocks_a, &smem_a);
-  const CascadeGeom<Tfirst> gb =
-      cascade_geom(b.in, planes, hin, win, levels, b.first, b.deeper, hout, wout, &blocks_b, &smem_b);
+  const CascadeGeom<Tfirst> ga = cascade_geom(a.in, planes, hin, win, levels, a.first, a.deeper, hout, wout, &grid_a, &smem_a);
+  const CascadeGeom<Tfirst> gb = cascade_geom(b.in, planes, hin, win, levels, b.first, b.deeper, hout, wout, &grid_b, &smem_b);
   if (ga.plane_path && gb.plane_path) {
-    haar_cascade_pair_kernel<Tin, Tfirst><<<unsigned(blocks_a + blocks_b), kBlockThreads,
-                                            smem_a > smem_b ? smem_a : smem_b, stream>>>(a.in, ga, uint32_t(blocks_a),
-                                                                                        b.in, gb);
+    haar_cascade_pair_kernel<Tin, Tfirst><<<grid_a.x + grid_b.x, kBlockThreads, smem_a > smem_b ? smem_a : smem_b,
+                                            stream>>>(a.in, ga, grid_a.x, b.in, gb);
     return cudaGetLastError();
   }
   // Otherwise one launch each, as launch_haar_cascade.
-  const cudaError_t e = launch_cascade_geom(a.in, ga, blocks_a, smem_a, stream);
-  return e != cudaSuccess ? e : launch_cascade_geom(b.in, gb, blocks_b, smem_b, stream);
+  const cudaError_t e = launch_cascade_geom(a.in, ga, grid_a, smem_a, stream);
+  return e != cudaSuccess ? e : launch_cascade_geom(b.in, gb, grid_b, smem_b, stream);
 }
 
 // The forward keeps float chains; the backward stores level 1 in the activation type.

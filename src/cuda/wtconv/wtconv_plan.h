@@ -526,29 +526,15 @@ inline void fit_tile(WtconvTile& t, int64_t B, int64_t want, Bytes bytes) {
   while (bytes() > kSmemBudget && (t.np > 1 || t.th * t.tw > 1)) shrink_tile(t);
 }
 
-// Per-tile cost of a cascade tile, in staged positions: its block's setup, row and level loops and
-// stores next to its area. Note 90 (docs/wtconv.md) fitted it to four measured planes (9.9 < a <
-// 17); note 94 measured it: the 161 x 92 plane at L = 3 (8 -> 16) trains 5% faster in fp32, and
-// the nine changed planes of a fresh random set 0.976-1.012 of before.
-constexpr int64_t kCascadeTileOverhead = 13;
-
-// log2 of the cascade's square tile: at least 2^levels (every level of a tile stays aligned), at
-// most 32. A plane that fits one tile takes the smallest that covers it (one tile per plane: the
-// plane path where its rows are not read as quads). A larger plane takes the side, 8 to 32, of
-// least cost, tiles x (area + kCascadeTileOverhead), the larger on a tie: 32 x 32 tiles of a 44 x 66
-// plane staged and halved 2.1x its pixels, all of it index math and predicated-off loads, while
-// 8 x 8 tiles of a 161 x 92 plane saved 12.5% of the area and ran 6% slower than 32 x 32.
-inline int cascade_tile_log2(int64_t hin, int64_t win, int levels) {
+// log2 of the square tile that holds a whole plane for the cascade's kPlane path: the smallest
+// power of two covering the plane and at least 2^levels (every level of the tile stays aligned),
+// or -1 when the plane is larger than 32 x 32. Larger planes take the band path
+// (wtconv_haar_cascade.cu), which has no tile: the 8- to 32-wide tiles they took before, of least
+// tiles x (area + 13), ran issue-bound (docs/wtconv.md, perf notes 90, 94 and 108).
+inline int cascade_plane_tile_log2(int64_t hin, int64_t win, int levels) {
   int lt = levels;
-  while (lt < 5 && ((int64_t(1) << lt) < hin || (int64_t(1) << lt) < win)) ++lt;
-  if ((int64_t(1) << lt) >= hin && (int64_t(1) << lt) >= win) return lt;
-  const auto cost = [&](int l) {
-    const int64_t t = int64_t(1) << l;
-    return (hin + t - 1) / t * ((win + t - 1) / t) * (t * t + kCascadeTileOverhead);
-  };
-  for (int l = 4; l >= (levels > 3 ? levels : 3); --l)
-    if (cost(l) < cost(lt)) lt = l;
-  return lt;
+  while (lt <= 5 && ((int64_t(1) << lt) < hin || (int64_t(1) << lt) < win)) ++lt;
+  return lt <= 5 ? lt : -1;
 }
 
 inline WtconvTile pick_level_tile(bool backward, int64_t B, int64_t C, int64_t gh, int64_t gw, int k,
