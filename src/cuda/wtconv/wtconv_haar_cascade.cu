@@ -43,21 +43,6 @@ __device__ __forceinline__ float4 load_block_2x2(const Tin* s, int win, bool rig
   return v;
 }
 
-// Writes the LL coefficient (y, x) of `plane` at output level a+1+j where it lies on that level's
-// grid (tiles run past the plane's edges): level a+1 to g.first when the caller keeps it, deeper
-// levels to g.deeper. The generic path's two sources of level a+1 (staged quads, or 2 x 2 blocks
-// from global memory) and its level loop all store through here.
-template <typename Tfirst>
-__device__ __forceinline__ void store_level_ll(const CascadeGeom<Tfirst>& g, int j, int64_t plane, int y, int x,
-                                               float ll) {
-  if (plane >= g.planes || y >= g.hout[j] || x >= g.wout[j]) return;
-  const int64_t at = plane * g.hout[j] * g.wout[j] + int64_t(y) * g.wout[j] + x;
-  if (j > 0)
-    g.deeper[j - 1][at] = ll;
-  else if (g.first != nullptr)
-    g.first[at] = from_float<Tfirst>(ll);
-}
-
 // The kPlane instance (CascadeGeom::lvl_plane): one tile per plane. Level 1 reads each
 // coefficient's 2 x 2 pixel block from global memory (zeros past odd plane edges), so nothing
 // stages or zeroes the pixel tile and one index split serves four pixels: staged through shared
