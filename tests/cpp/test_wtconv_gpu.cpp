@@ -755,7 +755,8 @@ TEST(WtconvGpu, PlaneTilesStageThePlaneAlone) {
 
 // Rows of whole 16 bytes with aligned x and dy take the TMA staging of the base kernels (the
 // forward always where its plan allows, in place or copied; the backward for fp32 with even r) and
-// the 4-element (16-byte fp32, 8-byte fp16) staging with the Haar analysis on the fly elsewhere;
+// the 4-element (16-byte fp32, 8-byte fp16) staging with the Haar analysis on the fly elsewhere
+// (2-element loads on even widths that are not multiples of 4);
 // the same problem one element off alignment takes the quad staging with element loads (and an
 // L = 2 forward that fuses level 2 into the base kernel then runs the level kernel) and stores y
 // and dx one element at a time instead of in column pairs (even widths). All compute the same sums in the
@@ -775,7 +776,12 @@ TEST(WtconvGpu, VectorisedAndTmaStagingMatchScalar) {
                           // the cascade's band path: 2-element rows, 4 and 5 levels a launch
                           // (shuffles 1, 2 and 4 lanes apart), a second launch from a float chain
                           {2, 2, 45, 70, 5, 3, 1}, {1, 2, 40, 36, 3, 5, 1}, {1, 2, 70, 100, 3, 6, 1},
-                          {1, 1, 260, 300, 3, 8, 1}};
+                          {1, 1, 260, 300, 3, 8, 1},
+                          // base kernels' 2-element rows (even widths, not multiples of 4) against
+                          // element loads, tiles of odd r (stored as 8-byte pairs) and of even r,
+                          // the runtime-k (k = 9) and k = 1 instances, a strided forward
+                          {1, 2, 40, 102, 3, 2, 1}, {2, 2, 35, 78, 7, 3, 1}, {1, 2, 37, 90, 9, 2, 1},
+                          {2, 2, 20, 66, 1, 2, 1}, {1, 2, 33, 150, 5, 1, 2}, {2, 2, 50, 134, 5, 4, 1}};
   for (Precision prec : {Precision::kFP32, Precision::kFP16, Precision::kBF16})
     for (const Shape& sh : shapes) {
       const auto aligned = run_shape(sh, prec, true, 77);

@@ -97,6 +97,23 @@ TEST(WtconvStagingHost, PlaneStagingFillsTheWholeTilesValues) {
   EXPECT_EQ(sr.brows * sr.bcols, 20 * 36);
 }
 
+// The quad staging's load width (load_quad_rows): whole quads only where every row starts on a
+// 4-element boundary, pairs where rows start on a 2-element one, elements otherwise; a base pointer
+// off that alignment lowers the width whatever W is.
+TEST(WtconvStagingHost, QuadLoadWidthFollowsWidthAndAlignment) {
+  alignas(16) static float f32[16];
+  alignas(16) static __half f16[16];
+  for (int64_t W = 1; W <= 64; ++W) {
+    const int want = W % 4 == 0 ? 4 : W % 2 == 0 ? 2 : 1;
+    EXPECT_EQ(quad_load_width(f32, W), want) << W;
+    EXPECT_EQ(quad_load_width(f16, W), want) << W;
+    EXPECT_EQ(quad_load_width(f32 + 2, W), want == 4 ? 2 : want) << W;  // 8 bytes: pairs at best
+    EXPECT_EQ(quad_load_width(f16 + 2, W), want == 4 ? 2 : want) << W;  // 4 bytes
+    EXPECT_EQ(quad_load_width(f32 + 1, W), 1) << W;
+    EXPECT_EQ(quad_load_width(f16 + 1, W), 1) << W;
+  }
+}
+
 }  // namespace
 }  // namespace wtconv_detail
 }  // namespace winconv

@@ -252,15 +252,15 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(kOnly ? 
       }
     } else if constexpr (!kPlane) {
       // Quads of 4 columns, two rows each, of x and dy: the x and D tiles and Y_1, G_1 in one pass
-      // (aligned loads when a.vec4, else element loads: odd widths).
+      // (rows loaded a.quad_vec elements at a time: load_quad_rows).
       const int xa = px0 & ~3, off = px0 - xa;
-      const auto stage_quads = [&](auto vec) {  // the load path (load_quad_rows<vector>), chosen once per item
-        constexpr bool kVec = decltype(vec)::value;
+      with_quad_load_width(a.quad_vec, [&](auto width) {
+        constexpr int kV = decltype(width)::value;
         // 16-bit raw rows at k = 5: two quads in flight per thread (a raw quad holds half the
         // registers of a float one); fp16 backward base -3.4% on big_L2. At k = 3 it measured neutral
         // and at k = 7 1-2% slower (more spills at the register bound), so they keep one
         // (docs/wtconv.md, perf note 27); element loads arrive as floats (load_quad_rows) and keep one.
-        constexpr int kQuadsInFlight = sizeof(T) == 2 && K == 5 && kVec ? 2 : 1;
+        constexpr int kQuadsInFlight = sizeof(T) == 2 && K == 5 && kV > 1 ? 2 : 1;
         stage_tile<kQuadsInFlight>(
             np * eh * a.quads.row.divisor,
             [&](int e) {
@@ -268,8 +268,8 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(kOnly ? 
               const int b = pos.b0 + q.p;
               const int64_t pl = (int64_t(b < a.B ? b : a.B - 1) * a.C + c) * a.H * a.W;
               const int y = py0 + 2 * q.y, x = xa + 4 * q.x;
-              return QuadPair<LoadedQuad<T, kVec>>{load_quad_rows<kVec>(a.x + pl, a.H, a.W, y, x, b < a.B),
-                                                   load_quad_rows<kVec>(a.dy + pl, a.H, a.W, y, x, b < a.B)};
+              return QuadPair<LoadedQuad<T, kV>>{load_quad_rows<kV>(a.x + pl, a.H, a.W, y, x, b < a.B),
+                                                 load_quad_rows<kV>(a.dy + pl, a.H, a.W, y, x, b < a.B)};
             },
             [&](int e, const auto& v) {
               const Pos3 q = split3(e, a.quads.plane, a.quads.row);
@@ -279,9 +279,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(kOnly ? 
               store_quad_rows<K == 0>(v.d, ds + q.p * pplane, pw, 2 * q.y, col0, 2 * ew, gs + q.p * 4 * plane,
                                       plane, lp);
             });
-      };
-      if (a.vec4) stage_quads(std::true_type{});
-      else stage_quads(std::false_type{});
+      });
     } else {
       // The tile holds its whole plane: the plane's pixels alone at tile offset so = 2 r, the zeros
       // around them in place (StagedRegion); then the Haar blocks they touch.
@@ -586,10 +584,9 @@ cudaError_t launch_backward_base(const BwdBaseArgs<T>& args, size_t smem, cudaSt
     const int r = a.k / 2, th = a.g.th, tw = a.g.tw, eh = th + 2 * r, ew = tw + 2 * r;
     // FastDivmod here, where the other WTConv kernels take TileDivmod: with TileDivmod this kernel's
     // fp16 build ran 6% slower (docs/wtconv.md, perf note 25).
-    a.vec4 = a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.x) % (4 * sizeof(T)) == 0 &&
-             reinterpret_cast<uintptr_t>(a.dy) % (4 * sizeof(T)) == 0;
+    a.quad_vec = std::min(quad_load_width(a.x, a.W), quad_load_width(a.dy, a.W));
     // Generic staging: staged pixels per plane (unpadded) and per row, their Haar blocks likewise.
-    const StagedRegion sr = staged_region(a.g.tiles_y == 1 && a.g.tiles_x == 1 && !a.vec4, a.H, a.W, r, 2 * eh, 2 * ew);
+    const StagedRegion sr = staged_region(a.g.tiles_y == 1 && a.g.tiles_x == 1 && a.quad_vec != 4, a.H, a.W, r, 2 * eh, 2 * ew);
     a.plane_tile = sr.plane;
     staged_region_divisors(sr, a.pplane, a.prow, a.plane, a.row);
     a.qcols = FastDivmod(uint32_t(tw));

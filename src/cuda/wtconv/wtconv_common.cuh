@@ -866,16 +866,21 @@ __device__ __forceinline__ float4 load4(const H* p) {
 
 // Quad staging with the Haar analysis on the fly: a 2-row x 4-column block of an activation plane
 // (columns x .. x + 3, x a multiple of 4) is two 2x2 Haar blocks, loaded by one thread and stored
-// with its two Haar blocks in one pass (store_quad_rows). With kVec (W % 4 == 0 and the base
-// pointer 4-element aligned) each row of the block is one aligned load, wholly inside or outside
-// the row; without, any W: four element loads per row, each column tested against W. Either way a
-// block costs one index decomposition for eight pixels, where the generic staging decomposed every
-// pixel and then every Haar block again in a second pass (docs/wtconv.md, perf note 66).
-// A quad's two rows as loaded: fp32 as floats; 16-bit rows of a vector load as their raw 8 bytes,
-// half the registers, converted when stored (store_quad_rows), so that a thread keeps twice as many
-// quads in flight for the same registers. Element loads (kVec false) are converted as loaded: packing
-// 16-bit elements into raw rows only to unpack them when stored adds instructions and saves no
-// load (docs/wtconv.md, perf note 69).
+// with its two Haar blocks in one pass (store_quad_rows). A block costs one index decomposition
+// for eight pixels, where the generic staging decomposed every pixel and then every Haar block
+// again in a second pass (docs/wtconv.md, perf note 66). The rows load V elements at a time
+// (quad_load_width):
+//   V = 4: W % 4 == 0 and a 4-element-aligned base; each row is one aligned load, wholly inside or
+//          outside the row;
+//   V = 2: W even and a 2-element-aligned base; two aligned loads per row, each pair inside or past
+//          the row (an even width that is not a multiple of 4 took the element loads before,
+//          perf note 109);
+//   V = 1: any W; four element loads per row, each column tested against W.
+// A quad's two rows as loaded: fp32 as floats; 16-bit rows of vector or pair loads as their raw 8
+// bytes, half the registers, converted when stored (store_quad_rows), so that a thread keeps twice
+// as many quads in flight for the same registers. Element loads (V = 1) are converted as loaded:
+// packing 16-bit elements into raw rows only to unpack them when stored adds instructions and
+// saves no load (docs/wtconv.md, perf note 69).
 template <typename T>
 struct QuadRows {
   uint2 r0, r1;
@@ -884,53 +889,84 @@ template <>
 struct QuadRows<float> {
   float4 r0, r1;
 };
-template <typename T, bool kVec>
-using LoadedQuad = std::conditional_t<kVec, QuadRows<T>, QuadRows<float>>;
-// kVec is a template parameter, chosen once per item by the caller: a run-time choice inside the
-// staging loop keeps both load paths in it.
-template <bool kVec, typename T>
-__device__ __forceinline__ LoadedQuad<T, kVec> load_quad_rows(const T* plane, int H, int W, int y, int x,
-                                                              bool in_plane) {
+// One row of a quad as loaded: V > 1 as the row's raw bytes (floats for fp32, raw 8 bytes for
+// 16-bit types); V = 1 as its four elements, converted once the loads are out (quad_row_floats).
+template <typename T>
+struct ElemRow {
+  T e[4];
+};
+template <typename T, int V>
+using QuadRow = std::conditional_t<(V > 1), decltype(QuadRows<T>::r0), ElemRow<T>>;
+template <typename T, int V>
+using LoadedQuad = std::conditional_t<(V > 1), QuadRows<T>, QuadRows<float>>;
+// The widest load a plane's quad rows allow (V above): 4, 2 or 1.
+template <typename T>
+WTCONV_HOST_DEVICE inline int quad_load_width(const T* plane_base, int64_t W) {
+  const uintptr_t at = reinterpret_cast<uintptr_t>(plane_base);
+  if (W % 4 == 0 && at % (4 * sizeof(T)) == 0) return 4;
+  if (W % 2 == 0 && at % (2 * sizeof(T)) == 0) return 2;
+  return 1;
+}
+// Calls f(std::integral_constant<int, V>{}) for V = v (4, 2 or 1): the load path as a template
+// parameter, chosen once per item by the caller; a run-time choice inside the staging loop would
+// keep every load path in it.
+template <typename F>
+__device__ __forceinline__ void with_quad_load_width(int v, F&& f) {
+  if (v == 4) f(std::integral_constant<int, 4>{});
+  else if (v == 2) f(std::integral_constant<int, 2>{});
+  else f(std::integral_constant<int, 1>{});
+}
+// Columns x .. x + 3 (x a multiple of 4) of the row at src (which points at column x) of a W-wide
+// plane, V elements a load; zeros where !in and past column W - 1.
+template <int V, typename T>
+__device__ __forceinline__ QuadRow<T, V> load_quad_row(const T* src, int x, int W, bool in) {
+  static_assert(V == 4 || V == 2 || V == 1, "rows load 4, 2 or 1 elements at a time");
+  QuadRow<T, V> row;
+  if constexpr (V == 4) {
+    static_assert(sizeof(row) == 4 * sizeof(T), "a row of the block is four elements");
+    row = QuadRow<T, V>{};  // zero bits: +0 in every type
+    if (in) row = *reinterpret_cast<const QuadRow<T, V>*>(src);
+  } else if constexpr (V == 2) {
+    using Pair = std::conditional_t<std::is_same<T, float>::value, float2, uint32_t>;
+    static_assert(sizeof(Pair) == 2 * sizeof(T) && sizeof(row) == 2 * sizeof(Pair), "a row is two pairs");
+    Pair p[2] = {Pair{}, Pair{}};  // zero bits: +0 in every type
+    if (in) p[0] = *reinterpret_cast<const Pair*>(src);
+    if (in && x + 2 < W) p[1] = *reinterpret_cast<const Pair*>(src + 2);
+    memcpy(&row, p, sizeof row);
+  } else {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      row.e[i] = T(0.f);
+      if (in && x + i < W) row.e[i] = src[i];
+    }
+  }
+  return row;
+}
+// A row as floats: raw 16-bit rows and element rows converted, float rows (fp32, or element rows
+// converted already) as they are.
+template <typename T, typename Row>
+__device__ __forceinline__ float4 quad_row_floats(Row row) {
+  if constexpr (std::is_same<Row, float4>::value) return row;
+  else if constexpr (std::is_same<Row, ElemRow<T>>::value)
+    return make_float4(to_float(row.e[0]), to_float(row.e[1]), to_float(row.e[2]), to_float(row.e[3]));
+  else return raw4_to_float4<T>(row);
+}
+// The block's two rows (y, y + 1; zeros outside the plane and past the batch: !in_plane). Element
+// rows are converted after both rows' loads are issued: a conversion next to its load makes the
+// thread wait for that load before it issues the next one.
+template <int V, typename T>
+__device__ __forceinline__ LoadedQuad<T, V> load_quad_rows(const T* plane, int H, int W, int y, int x,
+                                                           bool in_plane) {
   const bool inside = in_plane && x >= 0 && x < W;  // x % 4 == 0: a block left of column 0 lies wholly outside
   const T* src = plane + int64_t(y) * W + x;
   const bool in0 = y >= 0 && y < H, in1 = y + 1 >= 0 && y + 1 < H;
-  if constexpr (kVec) {
-    using Row = decltype(QuadRows<T>::r0);
-    static_assert(sizeof(Row) == 4 * sizeof(T), "a row of the block is four elements");
-    QuadRows<T> v;
-    v.r0 = Row{};  // zero bits: +0 in every type
-    v.r1 = v.r0;
-    if (inside) {
-      if (in0) v.r0 = *reinterpret_cast<const Row*>(src);
-      if (in1) v.r1 = *reinterpret_cast<const Row*>(src + W);
-    }
-    return v;
-  } else {
-    // Every load issued before the first conversion: a conversion next to its load makes the thread
-    // wait for that load before it issues the next one.
-    T h0[4], h1[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      h0[i] = T(0.f);
-      h1[i] = T(0.f);
-      if (inside && x + i < W) {
-        if (in0) h0[i] = src[i];
-        if (in1) h1[i] = src[W + i];
-      }
-    }
-    QuadRows<float> v;
-    v.r0 = make_float4(to_float(h0[0]), to_float(h0[1]), to_float(h0[2]), to_float(h0[3]));
-    v.r1 = make_float4(to_float(h1[0]), to_float(h1[1]), to_float(h1[2]), to_float(h1[3]));
-    return v;
-  }
+  const QuadRow<T, V> r0 = load_quad_row<V>(src, x, W, inside && in0);
+  const QuadRow<T, V> r1 = load_quad_row<V>(src + W, x, W, inside && in1);
+  if constexpr (V > 1) return QuadRows<T>{r0, r1};
+  else return QuadRows<float>{quad_row_floats<T>(r0), quad_row_floats<T>(r1)};
 }
-template <typename T, typename Row>
-__device__ __forceinline__ float4 quad_row_floats(Row row) {
-  if constexpr (std::is_same<T, float>::value) return row;
-  else return raw4_to_float4<T>(row);
-}
-// Stores the block at tile columns col0..col0+3 (col0 even; columns outside [0, ncols) dropped) of
-// tile rows row, row + 1 (pitch `pitch`), and its two Haar blocks at subband row row / 2,
+// Stores the block at tile columns col0..col0+3 (col0 and ncols even; columns outside [0, ncols)
+// dropped) of tile rows row, row + 1 (pitch `pitch`), and its two Haar blocks at subband row row / 2,
 // columns col0 / 2 + {0, 1}, into the four subband planes of `sub` (plane stride `sub_plane`,
 // pitch `sub_pitch` = ncols / 2). kPtx: the vector stores written in PTX (store_tile4; the
 // runtime-k instances).
@@ -947,9 +983,24 @@ __device__ __forceinline__ void store_quad_rows(const QuadRows<T>& q, float* til
   // their alignment, keeps the machine code that was measured: forming them only inside cost
   // the base kernels 2-4% (docs/wtconv.md, note 18).
   float* t0 = tile + row * pitch + col0;
-  if (inside && ((reinterpret_cast<uintptr_t>(t0) | (uintptr_t(pitch) * sizeof(float))) & 15) == 0) {
+  const uintptr_t t0_phase = reinterpret_cast<uintptr_t>(t0) | (uintptr_t(pitch) * sizeof(float));
+  if (inside && (t0_phase & 15) == 0) {
     store_tile4<kPtx>(t0, r0);
     store_tile4<kPtx>(t0 + pitch, r1);
+  } else if ((t0_phase & 7) == 0) {
+    // 8-byte column pairs, each inside the tile or outside it (col0 and ncols even): the quads of
+    // tiles 2 floats off the 16-byte grid (odd r, k = 3 and 7: the tile starts 2 pixels before a
+    // multiple of 4), and the edge quads of the others. Half the instructions and wavefronts of
+    // scalar stores, and the same path for a warp's inside and edge quads (docs/wtconv.md, perf
+    // note 109).
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int col = col0 + 2 * h;
+      if (col >= 0 && col < ncols) {
+        store_tile2<kPtx>(t0 + 2 * h, a[2 * h], a[2 * h + 1]);
+        store_tile2<kPtx>(t0 + pitch + 2 * h, b[2 * h], b[2 * h + 1]);
+      }
+    }
   } else {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {

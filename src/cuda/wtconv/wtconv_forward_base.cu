@@ -163,26 +163,24 @@ __global__ void __launch_bounds__(kBlockThreads, kBound ? kBound : fwd_base_bloc
                           a.hplane, a.hrow);
     } else if constexpr (!kPlane) {
       // Quads of 4 columns at multiples of 4 (xa), two rows each: the x tile and Y_1 in one pass
-      // (aligned loads when a.vec4, else element loads: odd widths).
+      // (rows loaded a.quad_vec elements at a time: load_quad_rows).
       const int xa = x0x & ~3, off = x0x - xa;
-      const auto stage_quads = [&](auto vec) {  // the load path (load_quad_rows<vector>), chosen once per item
+      with_quad_load_width(a.quad_vec, [&](auto width) {
         stage_tile<1>(  // two 16-bit quads in flight: fp16 forward base 5% slower (docs/wtconv.md, perf note 27)
             np * qh * a.quads.row.divisor,
             [&](int e) {
               const Pos3 q = split3(e, a.quads.plane, a.quads.row);
               const int b = pos.b0 + q.p;
               const int64_t pl = int64_t(b < a.B ? b : a.B - 1) * a.C + c;
-              return load_quad_rows<decltype(vec)::value>(a.x + pl * a.H * a.W, a.H, a.W, x0y + 2 * q.y,
-                                                          xa + 4 * q.x, b < a.B);
+              return load_quad_rows<decltype(width)::value>(a.x + pl * a.H * a.W, a.H, a.W, x0y + 2 * q.y,
+                                                            xa + 4 * q.x, b < a.B);
             },
             [&](int e, const auto& v) {
               const Pos3 q = split3(e, a.quads.plane, a.quads.row);
               store_quad_rows<K == 0>(v, xs + q.p * xh * xw, xw, 2 * q.y, 4 * q.x - off, xw, ys + q.p * 4 * qh * qw,
                                       qh * qw, qw);
             });
-      };
-      if (a.vec4) stage_quads(std::true_type{});
-      else stage_quads(std::false_type{});
+      });
     } else {
       // The tile holds its whole plane: the plane's pixels alone at tile offset so = 2 r, the zeros
       // around them in place (StagedRegion); then the Haar blocks they touch.
@@ -454,8 +452,8 @@ cudaError_t launch_forward_base(const FwdBaseArgs<T>& args, size_t smem, cudaStr
     const int r = a.k / 2, s = a.stride, th = a.g.th, tw = a.g.tw;
     const int qih = fwd_base_coef_extent(s, th), qiw = fwd_base_coef_extent(s, tw);
     const int qh = qih + 2 * r, qw = qiw + 2 * r;
-    a.vec4 = a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.x) % (4 * sizeof(T)) == 0;
-    const StagedRegion sr = staged_region(a.g.tiles_y == 1 && a.g.tiles_x == 1 && !a.vec4, a.H, a.W, r, 2 * qh, 2 * qw);
+    a.quad_vec = quad_load_width(a.x, a.W);
+    const StagedRegion sr = staged_region(a.g.tiles_y == 1 && a.g.tiles_x == 1 && a.quad_vec != 4, a.H, a.W, r, 2 * qh, 2 * qw);
     a.plane_tile = sr.plane;
     staged_region_divisors(sr, a.xplane, a.xrow, a.qplane, a.qrow);
     a.qcols = TileDivmod(uint32_t(qiw));

@@ -20,8 +20,8 @@ struct CascadeGeom {
   // test per element (haar_cascade_planes).
   FastDivmod lvl_plane[5], lvl_row[5];   // per level: even(hout) * even(wout), even(wout) (last: exact)
   // Band path: thread (blockIdx.x * kBlockThreads + threadIdx.x) of plane group blockIdx.y ->
-  // (plane in the group, band, quad column); band_vec: 4 or 2 when rows load as aligned 4- or
-  // 2-element vectors, else 1; band_pair1: level 1's coefficient pairs stored as one 2-element store.
+  // (plane in the group, band, quad column); band_vec: the rows' load width (quad_load_width: 4,
+  // 2 or 1); band_pair1: level 1's coefficient pairs stored as one 2-element store.
   FastDivmod band_plane, band_row;
   uint32_t band_planes_per_y;
   int band_vec;
@@ -120,29 +120,6 @@ __global__ void __launch_bounds__(kBlockThreads) haar_cascade_kernel(const Tin* 
 // Pixels past the plane read as zeros, so coefficients past a level's grid are zero, as the
 // zero padding of odd extents requires; the same four values go to the same haar_ll in the same
 // order as before, so the same bits.
-template <int V, typename Tin>
-__device__ __forceinline__ float4 load_band_quad(const Tin* p, int x0, int win, bool in) {
-  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-  if constexpr (V == 4) {  // win % 4 == 0, aligned: the quad is inside the row or past it
-    if (in) v = load4(p);
-  } else if constexpr (V == 2) {  // win even, aligned: each pair is inside the row or past it
-    if (in) {
-      const float2 a = load2(p);
-      v.x = a.x; v.y = a.y;
-    }
-    if (in && x0 + 2 < win) {
-      const float2 b = load2(p + 2);
-      v.z = b.x; v.w = b.y;
-    }
-  } else {
-    if (in) v.x = to_float(p[0]);
-    if (in && x0 + 1 < win) v.y = to_float(p[1]);
-    if (in && x0 + 2 < win) v.z = to_float(p[2]);
-    if (in && x0 + 3 < win) v.w = to_float(p[3]);
-  }
-  return v;
-}
-
 template <int M, int V, typename Tin, typename Tfirst>
 __global__ void __launch_bounds__(kBlockThreads)
     haar_cascade_band_kernel(const Tin* __restrict__ in, CascadeGeom<Tfirst> g) {
@@ -177,14 +154,14 @@ __global__ void __launch_bounds__(kBlockThreads)
   for (int j = 0; j <= M; ++j) top[j] = 0.f;
 #pragma unroll
   for (int r0 = 0; r0 < S; r0 += kRows) {
-    float4 rows[kRows];
+    QuadRow<Tin, V> rows[kRows];  // as loaded (load_quad_row), converted when used
 #pragma unroll
     for (int i = 0; i < kRows; ++i)
-      rows[i] = load_band_quad<V>(px + int64_t(r0 + i) * win, x0, win, quad_in && y0 + r0 + i < hin);
+      rows[i] = load_quad_row<V>(px + int64_t(r0 + i) * win, x0, win, quad_in && y0 + r0 + i < hin);
 #pragma unroll
     for (int i = 0; i < kRows; i += 2) {
       const int r = (r0 + i) / 2;  // row pair of the band: level 1's row r
-      const float4 u = rows[i], w = rows[i + 1];
+      const float4 u = quad_row_floats<Tin>(rows[i]), w = quad_row_floats<Tin>(rows[i + 1]);
       const float a = haar_ll(u.x, u.y, w.x, w.y), b = haar_ll(u.z, u.w, w.z, w.w);
       if ((y0 >> 1) + r < g.hout[0]) {
         Tfirst* o = out1 + int64_t(r) * g.wout[0];
@@ -251,7 +228,8 @@ CascadeGeom<Tfirst> cascade_geom(const Tin* in, int64_t planes, int64_t hin, int
   }
   const auto aligned = [&](const void* p, size_t n) { return reinterpret_cast<uintptr_t>(p) % n == 0; };
   g.lt = cascade_plane_tile_log2(hin, win, levels);
-  const bool vec4 = win % 4 == 0 && aligned(in, 4 * sizeof(Tin));
+  const int quad_vec = quad_load_width(in, win);
+  const bool vec4 = quad_vec == 4;
   // One tile per plane, rows not 4-element loads: the planes alone (haar_cascade_planes).
   g.plane_path = g.lt >= 0 && !(g.lt >= 2 && vec4);
   if (g.plane_path) {
@@ -281,7 +259,7 @@ CascadeGeom<Tfirst> cascade_geom(const Tin* in, int64_t planes, int64_t hin, int
   g.band_plane = FastDivmod(uint32_t(plane_threads));
   g.band_row = FastDivmod(uint32_t(row_threads));
   g.band_planes_per_y = uint32_t(per_y);
-  g.band_vec = vec4 ? 4 : win % 2 == 0 && aligned(in, 2 * sizeof(Tin)) ? 2 : 1;
+  g.band_vec = quad_vec;
   g.band_pair1 = first != nullptr && hout[0] > 0 && wout[0] % 2 == 0 && aligned(first, 2 * sizeof(Tfirst));
   *grid_out = dim3(unsigned((per_y * plane_threads + kBlockThreads - 1) / kBlockThreads),
                    unsigned((planes + per_y - 1) / per_y));

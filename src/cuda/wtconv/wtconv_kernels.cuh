@@ -80,7 +80,7 @@ struct FwdBaseArgs {
   // Index divisors, set by the launcher: x tile plane and row, level-1 halo plane and row,
   // level-1 strip jobs (columns, strips), base strip jobs (columns, strips).
   TileDivmod xplane, xrow, qplane, qrow, qcols, qstrips, ocols, ostrips;
-  bool vec4;                 // quad staging with aligned loads (W % 4 == 0, x 4-element aligned)
+  int quad_vec;              // quad staging's load width (quad_load_width of x: 4, 2 or 1)
   QuadDivisors<TileDivmod> quads;  // quad jobs over the qh rows of the x tile
   bool plane_tile = false;   // generic staging of the plane's pixels alone (StagedRegion; launcher)
   bool pair_base, pair_sub;  // two columns per strip job in the base / level-1 subband convs
@@ -151,7 +151,7 @@ struct BwdBaseArgs {
   // row, level-1 strip jobs (columns, strips; qcols also counts the dx conv's column pairs, the
   // pixel tile being 2 tw wide), pixel strips (of kStripRows rows).
   FastDivmod pplane, prow, plane, row, qcols, qstrips, pstrips;
-  bool vec4;                 // quad staging with aligned loads (W % 4 == 0, x and dy 4-element aligned)
+  int quad_vec;              // quad staging's load width (the smaller quad_load_width of x and dy)
   QuadDivisors<FastDivmod> quads;  // quad jobs over the eh rows of the pixel tile
   bool plane_tile = false;   // generic staging of the plane's pixels alone (StagedRegion; launcher)
   bool pair_sub;             // two columns per level-1 subband strip job (tw even)
