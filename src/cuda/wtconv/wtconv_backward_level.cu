@@ -64,7 +64,7 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 || !kWindows ?
     const float res_first = first_residual(a.dxin, pos, np * th * tw, a.d.cell, a.d.col, a.B, a.C, c, a.hq, a.wq);
     __syncthreads();
     struct Blocks { float4 x, g; };  // the 2x2 blocks of X_{l-1} and G_{l-1}[LL]
-    // One staging loop per load path (load_block_ll<vector>), chosen once per item; kPairs
+    // One staging loop per load path (load_block_ll<V>), chosen once per item; kPairs
     // instances stage block pairs instead and never instantiate it.
     const auto stage_blocks = [&](auto vec) {
       stage_level_tile<kPlane, kDirect>(
@@ -166,8 +166,7 @@ template <typename Tc>
 cudaError_t launch_backward_level(const BwdLevelArgs<Tc>& args, size_t smem, cudaStream_t stream) {
   BwdLevelArgs<Tc> a = args;
   a.d = level_divisors(a.g, a.k, a.hq, a.wq);
-  a.vec4 = a.direct && a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.xin) % (4 * sizeof(Tc)) == 0 &&
-           reinterpret_cast<uintptr_t>(a.gin) % (4 * sizeof(Tc)) == 0;
+  a.quad_vec = a.direct ? std::min(quad_load_width(a.xin, a.W), quad_load_width(a.gin, a.W)) : 1;
   a.pairs = a.direct && pair_staging(a.xin, a.W, a.k, a.g.tw) && pair_staging(a.gin, a.W, a.k, a.g.tw);
   a.plane_tile = !(sizeof(Tc) == 2 && a.pairs) && level_plane_tile(a.g);
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);

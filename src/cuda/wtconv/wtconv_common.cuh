@@ -1308,16 +1308,13 @@ __device__ __forceinline__ void staged_slot(int e, const LevelDivisors& d, int r
     d.plane.divmod(uint32_t(e), p, at);
   }
 }
-// Runs a level kernel's block staging as stage(std::true_type{}) where it reads x directly and
-// x's rows are 4-element aligned (a.vec4: vector loads), else as stage(std::false_type{}).
+// Runs a level kernel's block staging as stage(std::integral_constant<int, V>{}) with V the load
+// width of x's rows (a.quad_vec: 4, 2 or 1; with_quad_load_width) where it reads x directly, else
+// with V = 1 (the chains are read as 2 x 2 blocks: load_block).
 template <bool kDirect, typename A, typename Stage>
 __device__ __forceinline__ void stage_level_blocks(const A& a, const Stage& stage) {
-  if constexpr (kDirect) {
-    if (a.vec4) stage(std::true_type{});
-    else stage(std::false_type{});
-  } else {
-    stage(std::false_type{});
-  }
+  if constexpr (kDirect) with_quad_load_width(a.quad_vec, stage);
+  else stage(std::integral_constant<int, 1>{});
 }
 // One item's staging in a level kernel (the block staging; kPairs instances stage pairs): tile
 // element e's block of the grid the kernel reads (staged_block; x's H x W for the direct kernels,
@@ -1370,66 +1367,26 @@ __device__ __forceinline__ float4 load_block(const T* grid, const LevelBlock& bl
 // x's plane offset and blk.y, blk.x the X_1 position. Each value is formed in float from its 2x2
 // pixels (zero outside x) with the cascade's formula and order, so it equals a float chain bit for
 // bit (the forward's chains are float, and the backward's level 2 reads x and dy so as not to
-// round X_1 to 16 bits). kVec: W % 4 == 0 and a 4-element-aligned base, so the four pixel columns
-// 2 blk.x .. + 3 are one aligned load.
+// round X_1 to 16 bits). The four pixel rows (columns 2 blk.x .. + 3) load as the quad staging's
+// rows do (load_quad_row<V>, V = quad_load_width of x: 4-, 2- or 1-element loads; perf note 109).
 // The pixels are loaded as they lie in memory (16-bit types as raw bits) and converted to float
-// after the last load, and kVec is a template parameter so that the caller's staging loop has one
+// after the last load, and V is a template parameter so that the caller's staging loop has one
 // load path: converted inside a run-time branch, every row waited for its own load before the
 // next was issued, and the 16-bit level kernels ran 1.2-1.3x the float ones' time on fewer bytes
 // (docs/wtconv.md, perf note 67).
-template <typename T>
-struct RawElem {  // one element as loaded
-  using type = unsigned short;
-};
-template <>
-struct RawElem<float> {
-  using type = float;
-};
-template <typename T>
-__device__ __forceinline__ float raw_elem_to_float(typename RawElem<T>::type v) {
-  if constexpr (std::is_same<T, float>::value) {
-    return v;
-  } else {
-    T h;
-    memcpy(&h, &v, sizeof h);
-    return to_float(h);
-  }
-}
-template <bool kVec, typename T>
+template <int V, typename T>
 __device__ __forceinline__ float4 load_block_ll(const T* act, const LevelBlock& blk, int H, int W) {
   const int y = 2 * blk.y, x = 2 * blk.x;
   if (!blk.in || y >= H || x >= W) return make_float4(0.f, 0.f, 0.f, 0.f);
   const T* src = act + blk.off + int64_t(y) * W + x;
+  QuadRow<T, V> raw[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) raw[i] = load_quad_row<V>(src + int64_t(i) * W, x, W, y + i < H);
   float p[4][4];
-  if constexpr (kVec) {
-    using Row = decltype(QuadRows<T>::r0);
-    static_assert(sizeof(Row) == 4 * sizeof(T), "a row of the block is four elements");
-    Row raw[4];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      raw[i] = Row{};  // zero bits: +0 in every type
-      if (y + i < H) raw[i] = *reinterpret_cast<const Row*>(src + int64_t(i) * W);
-    }
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float4 q = quad_row_floats<T>(raw[i]);
-      p[i][0] = q.x; p[i][1] = q.y; p[i][2] = q.z; p[i][3] = q.w;
-    }
-  } else {
-    using E = typename RawElem<T>::type;
-    const E* s = reinterpret_cast<const E*>(src);
-    E raw[4][4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        raw[i][j] = E(0);  // zero bits: +0 in every type
-        if (y + i < H && x + j < W) raw[i][j] = s[int64_t(i) * W + j];
-      }
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) p[i][j] = raw_elem_to_float<T>(raw[i][j]);
+  for (int i = 0; i < 4; ++i) {
+    const float4 q = quad_row_floats<T>(raw[i]);
+    p[i][0] = q.x; p[i][1] = q.y; p[i][2] = q.z; p[i][3] = q.w;
   }
   return haar_ll_quad(p, 0);
 }

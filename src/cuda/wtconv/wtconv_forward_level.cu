@@ -40,7 +40,7 @@ __device__ __forceinline__ void forward_level_body(const FwdLevelArgs<Tin>& a) {
     // R_l of this thread's first synthesis coefficient, loaded before the staging.
     const float res_first = first_residual(a.rin, pos, np * th * tw, a.d.cell, a.d.col, a.B, a.C, c, a.hq, a.wq);
     __syncthreads();
-    // One staging loop per load path (load_block_ll<vector>), chosen once per item; kPairs
+    // One staging loop per load path (load_block_ll<V>), chosen once per item; kPairs
     // instances stage block pairs instead and never instantiate it.
     const auto stage_blocks = [&](auto vec) {
       stage_level_tile<kPlane, kDirect>(
@@ -90,9 +90,12 @@ __device__ __forceinline__ void forward_level_body(const FwdLevelArgs<Tin>& a) {
 }
 
 // The runtime-k windows instance at 3 blocks per SM (80 registers): its window passes' vector
-// phases and compile-time kernel sizes took it to 110 registers, 2 blocks.
+// phases and compile-time kernel sizes took it to 110 registers, 2 blocks. The direct k = 7
+// instance likewise: with its three row-load widths (load_block_ll<V>) it took 98 registers, 2
+// blocks, and ran 7-14% slower than at 80 (docs/wtconv.md, perf note 109).
 template <typename Tin, bool kDirect, int K, bool kPlane, bool kWindows>
-__global__ void __launch_bounds__(kBlockThreads, K == 0 && kWindows ? 3 : 0) forward_level_kernel(FwdLevelArgs<Tin> a) {
+__global__ void __launch_bounds__(kBlockThreads, (K == 0 && kWindows) || (kDirect && K == 7) ? 3 : 0)
+    forward_level_kernel(FwdLevelArgs<Tin> a) {
   forward_level_body<Tin, kDirect, K, kPlane, false, kWindows>(a);
 }
 // 16-bit activations staged in block pairs: held to 4 blocks per SM (64 registers; k = 5 spills
@@ -109,7 +112,7 @@ template <typename Tin>
 cudaError_t launch_forward_level(const FwdLevelArgs<Tin>& args, size_t smem, cudaStream_t stream) {
   FwdLevelArgs<Tin> a = args;
   a.d = level_divisors(a.g, a.k, a.hq, a.wq);
-  a.vec4 = a.direct && a.W % 4 == 0 && reinterpret_cast<uintptr_t>(a.xin) % (4 * sizeof(Tin)) == 0;
+  a.quad_vec = a.direct ? quad_load_width(a.xin, a.W) : 1;
   a.pairs = a.direct && pair_staging(a.xin, a.W, a.k, a.g.tw);
   a.plane_tile = !(sizeof(Tin) == 2 && a.pairs) && level_plane_tile(a.g);
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);

@@ -62,7 +62,7 @@ struct FwdLevelArgs {
   LevelDivisors d;  // set by the launcher
   bool direct = false;
   int H = 0, W = 0;
-  bool vec4 = false;  // direct: W % 4 == 0 and x 4-element aligned (set by the launcher)
+  int quad_vec = 1;  // direct: x's row load width (quad_load_width: 4, 2 or 1; set by the launcher)
   bool pairs = false;  // direct, 16-bit: stage block pairs with 16-byte loads (launcher: pair_staging)
   bool plane_tile = false;  // one tile per plane, not pairs: the kPlane instance (launcher: level_plane_tile)
 };
@@ -129,7 +129,7 @@ struct BwdLevelArgs {
   LevelDivisors d;  // set by the launcher
   bool direct = false;
   int H = 0, W = 0;
-  bool vec4 = false;  // direct: W % 4 == 0 and x, dy 4-element aligned (set by the launcher)
+  int quad_vec = 1;  // direct: the smaller quad_load_width of x and dy (set by the launcher)
   bool pairs = false;  // direct, 16-bit: stage block pairs with 16-byte loads (launcher: pair_staging)
   bool plane_tile = false;  // one tile per plane, not pairs: the kPlane instance (launcher: level_plane_tile)
 };
