@@ -602,8 +602,8 @@ cudaError_t launch_backward_base(const BwdBaseArgs<T>& args, size_t smem, cudaSt
   }
   const size_t launch_smem = base_launch_smem(a, smem);
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
-  return dispatch_kernel_size(a.k, [&](auto kc) {
-    constexpr int K = decltype(kc)::value;
+  return dispatch_kernel_size(a.k, [&](auto kc, auto only) {
+    constexpr int K = decltype(kc)::value, kOnly = decltype(only)::value;
     // The fused instances (every dtype; the plan fuses only k = 5: bwd_fused_smem).
     if constexpr (K != 0 && (K / 2) % 2 == 0) {
       if (a.fuse2 && bwd_fused_fixed_tile(a))
@@ -617,17 +617,10 @@ cudaError_t launch_backward_base(const BwdBaseArgs<T>& args, size_t smem, cudaSt
       if (a.tma) return launch_with_smem(backward_base_kernel<T, K, true, false, false>, blocks, launch_smem, stream, a);
     }
     if (a.fuse2) return cudaErrorNotSupported;  // the plan fuses only sizes with that instance (bwd_fused_smem)
-    // The plane-tile or tiled instance (k = 1: its own, kOnly: bwd_base_blocks_per_sm).
-    if constexpr (K == 0) {
-      if (a.k == 1) {
-        if (a.plane_tile)
-          return launch_with_smem(backward_base_kernel<T, 0, false, false, false, true, 1>, blocks, smem, stream, a);
-        return launch_with_smem(backward_base_kernel<T, 0, false, false, false, false, 1>, blocks, smem, stream, a);
-      }
-    }
+    // The plane-tile or tiled instance (kOnly: the k = 1 ones, bwd_base_blocks_per_sm).
     if (a.plane_tile)
-      return launch_with_smem(backward_base_kernel<T, K, false, false, false, true>, blocks, smem, stream, a);
-    return launch_with_smem(backward_base_kernel<T, K, false, false, false, false>, blocks, smem, stream, a);
+      return launch_with_smem(backward_base_kernel<T, K, false, false, false, true, kOnly>, blocks, smem, stream, a);
+    return launch_with_smem(backward_base_kernel<T, K, false, false, false, false, kOnly>, blocks, smem, stream, a);
   });
 }
 

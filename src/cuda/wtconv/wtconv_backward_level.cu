@@ -19,7 +19,7 @@ namespace wtconv_detail {
 // kPlane: the tile holds the whole level grid; its coefficients alone are staged per item, the
 // zeros around them written once (staged_block). kPairs: 16-bit activations staged as block pairs
 // (a.pairs); compiled only into the instances that take it (perf note 67). kWindows false: the
-// k = 1 instance, its subband convs taken in the dX pass (dispatch_level_kernel_size).
+// k = 1 instance, its subband convs taken in the dX pass (dispatch_kernel_size's kOnly).
 template <typename Tc, bool kDirect, int K, bool kPlane, bool kPairs, bool kWindows>
 __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 || !kWindows ? 4 : 2) backward_level_kernel(BwdLevelArgs<Tc> a) {
   static_assert(kWindows || K == 0, "only the runtime-k instance has a k = 1 form");
@@ -170,9 +170,9 @@ cudaError_t launch_backward_level(const BwdLevelArgs<Tc>& args, size_t smem, cud
   a.pairs = a.direct && pair_staging(a.xin, a.W, a.k, a.g.tw) && pair_staging(a.gin, a.W, a.k, a.g.tw);
   a.plane_tile = !(sizeof(Tc) == 2 && a.pairs) && level_plane_tile(a.g);
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
-  return dispatch_level_kernel_size(a.k, [&](auto kc, auto windows) {
+  return dispatch_kernel_size(a.k, [&](auto kc, auto only) {
     constexpr int K = decltype(kc)::value;
-    constexpr bool kW = decltype(windows)::value;
+    constexpr bool kW = decltype(only)::value == 0;  // k = 1: the instance without window passes
     const auto launch = [&](auto plane) {
       constexpr bool kPlane = decltype(plane)::value;
       if constexpr (sizeof(Tc) == 2 && !kPlane)

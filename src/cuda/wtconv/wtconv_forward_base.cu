@@ -475,8 +475,8 @@ cudaError_t launch_forward_base(const FwdBaseArgs<T>& args, size_t smem, cudaStr
   }
   const size_t launch_smem = base_launch_smem(a, smem);
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
-  return dispatch_kernel_size(a.k, [&](auto kc) {
-    constexpr int K = decltype(kc)::value;
+  return dispatch_kernel_size(a.k, [&](auto kc, auto only) {
+    constexpr int K = decltype(kc)::value, kOnly = decltype(only)::value;
     // TMA instances for the specialised sizes only (the fused one for even r: fwd_fused_smem); the
     // runtime-k path stages as before.
     if (a.fuse2) {
@@ -490,19 +490,14 @@ cudaError_t launch_forward_base(const FwdBaseArgs<T>& args, size_t smem, cudaStr
     }
     if constexpr (K != 0)
       if (a.tma) return launch_with_smem(forward_base_kernel<T, K, true, false, false>, blocks, launch_smem, stream, a);
-    if constexpr (K == 0) {
-      if (a.k == 1) {  // the k = 1 instances (kOnly: fwd_base_blocks_per_sm)
-        if (a.plane_tile)
-          return launch_with_smem(forward_base_kernel<T, 0, false, false, false, true, 0, 1>, blocks, smem, stream, a);
-        return launch_with_smem(forward_base_kernel<T, 0, false, false, false, false, 0, 1>, blocks, smem, stream, a);
-      }
-    }
-    if (a.plane_tile) return launch_with_smem(forward_base_kernel<T, K, false, false, false, true>, blocks, smem, stream, a);
+    // The plane-tile or tiled instance (kOnly: the k = 1 ones, fwd_base_blocks_per_sm).
+    if (a.plane_tile)
+      return launch_with_smem(forward_base_kernel<T, K, false, false, false, true, 0, kOnly>, blocks, smem, stream, a);
     if constexpr (K == 3)
       if (fwd_base_quad_blocks(K, smem) == kFwdQuadBlocksK3)
         return launch_with_smem(forward_base_kernel<T, K, false, false, false, false, kFwdQuadBlocksK3>, blocks,
                                 smem, stream, a);
-    return launch_with_smem(forward_base_kernel<T, K, false, false, false>, blocks, smem, stream, a);
+    return launch_with_smem(forward_base_kernel<T, K, false, false, false, false, 0, kOnly>, blocks, smem, stream, a);
   });
 }
 

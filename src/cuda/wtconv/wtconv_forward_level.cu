@@ -13,7 +13,7 @@ namespace wtconv_detail {
 // kPlane: the tile holds the whole level grid; its coefficients alone are staged per item, the
 // zeros around them written once (staged_block). kPairs: 16-bit activations staged as block pairs
 // (a.pairs); compiled only into the instances that take it, whose registers it raises. kWindows
-// false: the k = 1 instance, its subband convs taken in the synthesis (dispatch_level_kernel_size).
+// false: the k = 1 instance, its subband convs taken in the synthesis (dispatch_kernel_size's kOnly).
 template <typename Tin, bool kDirect, int K, bool kPlane, bool kPairs, bool kWindows>
 __device__ __forceinline__ void forward_level_body(const FwdLevelArgs<Tin>& a) {
   static_assert(kWindows || K == 0, "only the runtime-k instance has a k = 1 form");
@@ -116,9 +116,9 @@ cudaError_t launch_forward_level(const FwdLevelArgs<Tin>& args, size_t smem, cud
   a.pairs = a.direct && pair_staging(a.xin, a.W, a.k, a.g.tw);
   a.plane_tile = !(sizeof(Tin) == 2 && a.pairs) && level_plane_tile(a.g);
   const unsigned blocks = unsigned(int64_t(a.C) * a.g.splits);
-  return dispatch_level_kernel_size(a.k, [&](auto kc, auto windows) {
+  return dispatch_kernel_size(a.k, [&](auto kc, auto only) {
     constexpr int K = decltype(kc)::value;
-    constexpr bool kW = decltype(windows)::value;
+    constexpr bool kW = decltype(only)::value == 0;  // k = 1: the instance without window passes
     const auto launch = [&](auto plane) {
       constexpr bool kPlane = decltype(plane)::value;
       if constexpr (std::is_same<Tin, float>::value)

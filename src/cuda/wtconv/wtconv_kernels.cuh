@@ -210,31 +210,23 @@ cudaError_t launch_with_smem(Kernel kernel, unsigned blocks, size_t smem, cudaSt
   return cudaGetLastError();
 }
 
-// f(std::integral_constant<int, K>{}) with K = k for the specialised kernel sizes 3, 5 and 7, and
-// K = 0 (the runtime-k instantiation) for every other odd k.
+// f(std::integral_constant<int, K>{}, std::integral_constant<int, kOnly>{}): K = k for the
+// specialised kernel sizes 3, 5 and 7, K = 0 (the runtime-k instantiation) for every other odd k;
+// kOnly = 1 for k = 1, else 0. The runtime-k instances launched for k = 1 compile that size alone
+// (kOnly): the k = 9..15 window passes and correlation rings, which k = 1 never runs, held their
+// registers (the level kernels' k = 1 forward ran 6-9% and backward 4-9% slower, the base kernels
+// at a third of their warp slots: docs/wtconv.md, notes 86 and 107). The level kernels take the
+// k = 1 form as kWindows = false: each subband conv is one product, taken in the synthesis pass.
 template <typename F>
 cudaError_t dispatch_kernel_size(int k, F&& f) {
+  using Runtime = std::integral_constant<int, 0>;
   switch (k) {
-    case 3: return f(std::integral_constant<int, 3>{});
-    case 5: return f(std::integral_constant<int, 5>{});
-    case 7: return f(std::integral_constant<int, 7>{});
-    default: return f(std::integral_constant<int, 0>{});
+    case 3: return f(std::integral_constant<int, 3>{}, Runtime{});
+    case 5: return f(std::integral_constant<int, 5>{}, Runtime{});
+    case 7: return f(std::integral_constant<int, 7>{}, Runtime{});
+    case 1: return f(Runtime{}, std::integral_constant<int, 1>{});
+    default: return f(Runtime{}, Runtime{});
   }
-}
-
-// dispatch_kernel_size for the level kernels, f(K, kWindows): their runtime-k instance comes in two
-// forms. With kWindows (k = 9..15) the subband convolutions run as window passes into a results
-// tile before the synthesis; at k = 1 each is one product, taken in the synthesis pass by an
-// instance without the window passes' registers, which as one instance ran the k = 1 forward
-// 6-9% and the backward 4-9% slower (docs/wtconv.md, note 86).
-template <typename F>
-cudaError_t dispatch_level_kernel_size(int k, F&& f) {
-  return dispatch_kernel_size(k, [&](auto kc) {
-    if constexpr (decltype(kc)::value == 0) {
-      if (k == 1) return f(kc, std::false_type{});
-    }
-    return f(kc, std::true_type{});
-  });
 }
 
 inline TileGeom geom_of(const WtconvTile& t) {
