@@ -910,8 +910,9 @@ WTCONV_HOST_DEVICE inline int quad_load_width(const T* plane_base, int64_t W) {
 // Calls f(std::integral_constant<int, V>{}) for V = v (4, 2 or 1): the load path as a template
 // parameter, chosen once per item by the caller; a run-time choice inside the staging loop would
 // keep every load path in it.
+// Host and device: the launchers pick a kernel instance the same way.
 template <typename F>
-__device__ __forceinline__ void with_quad_load_width(int v, F&& f) {
+WTCONV_HOST_DEVICE inline void with_quad_load_width(int v, F&& f) {
   if (v == 4) f(std::integral_constant<int, 4>{});
   else if (v == 2) f(std::integral_constant<int, 2>{});
   else f(std::integral_constant<int, 1>{});
@@ -1348,19 +1349,23 @@ __device__ __forceinline__ PairPos level_pair(int e, const ItemPos& pos, int r, 
   v.off = (int64_t(b) * C + c) * H * W;
   return v;
 }
+// The 2 x 2 pixel block whose top-left pixel is at s (rows `win` elements apart) as floats: a, b
+// (top row), c, d; zeros right of the plane (right false) and below it (down false).
+template <typename T>
+__device__ __forceinline__ float4 load_block_2x2(const T* s, int win, bool right, bool down) {
+  float4 v;
+  v.x = to_float(s[0]);
+  v.y = right ? to_float(s[1]) : 0.f;
+  v.z = down ? to_float(s[win]) : 0.f;
+  v.w = right && down ? to_float(s[win + 1]) : 0.f;
+  return v;
+}
 // The block as floats (x, y: top row; z, w: bottom row); elements past the last row or column of
 // an odd-sized grid read as 0.
 template <typename T>
 __device__ __forceinline__ float4 load_block(const T* grid, const LevelBlock& blk, int hin, int win) {
-  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-  if (!blk.in) return v;
-  const T* src = grid + blk.off + blk.y * win + blk.x;
-  const bool xr = blk.x + 1 < win, yd = blk.y + 1 < hin;
-  v.x = to_float(src[0]);
-  if (xr) v.y = to_float(src[1]);
-  if (yd) v.z = to_float(src[win]);
-  if (xr && yd) v.w = to_float(src[win + 1]);
-  return v;
+  if (!blk.in) return make_float4(0.f, 0.f, 0.f, 0.f);
+  return load_block_2x2(grid + blk.off + blk.y * win + blk.x, win, blk.x + 1 < win, blk.y + 1 < hin);
 }
 // The same block of X_1 = LL(x) read from the activation plane instead of a stored chain (plan:
 // level2_reads_activations): blk from level_block with the plane size H x W of x, so blk.off is

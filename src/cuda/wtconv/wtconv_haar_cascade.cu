@@ -31,18 +31,6 @@ struct CascadeGeom {
   int hout[5], wout[5];
 };
 
-// The 2 x 2 pixel block whose top-left pixel is at s (rows `win` elements apart) as floats: a, b
-// (top row), c, d, zeros right of the plane (right false) and below it (down false).
-template <typename Tin>
-__device__ __forceinline__ float4 load_block_2x2(const Tin* s, int win, bool right, bool down) {
-  float4 v;
-  v.x = to_float(s[0]);
-  v.y = right ? to_float(s[1]) : 0.f;
-  v.z = down ? to_float(s[win]) : 0.f;
-  v.w = right && down ? to_float(s[win + 1]) : 0.f;
-  return v;
-}
-
 // The kPlane instance (CascadeGeom::lvl_plane): one tile per plane. Level 1 reads each
 // coefficient's 2 x 2 pixel block from global memory (zeros past odd plane edges), so nothing
 // stages or zeroes the pixel tile and one index split serves four pixels: staged through shared
@@ -269,12 +257,9 @@ CascadeGeom<Tfirst> cascade_geom(const Tin* in, int64_t planes, int64_t hin, int
 
 template <int M, typename Tin, typename Tfirst>
 void launch_band(const Tin* in, const CascadeGeom<Tfirst>& g, dim3 grid, cudaStream_t stream) {
-  if (g.band_vec == 4)
-    haar_cascade_band_kernel<M, 4, Tin, Tfirst><<<grid, kBlockThreads, 0, stream>>>(in, g);
-  else if (g.band_vec == 2)
-    haar_cascade_band_kernel<M, 2, Tin, Tfirst><<<grid, kBlockThreads, 0, stream>>>(in, g);
-  else
-    haar_cascade_band_kernel<M, 1, Tin, Tfirst><<<grid, kBlockThreads, 0, stream>>>(in, g);
+  with_quad_load_width(g.band_vec, [&](auto width) {
+    haar_cascade_band_kernel<M, decltype(width)::value, Tin, Tfirst><<<grid, kBlockThreads, 0, stream>>>(in, g);
+  });
 }
 
 // One cascade launch of a geometry from cascade_geom, on its path.
