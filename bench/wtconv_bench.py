@@ -125,6 +125,19 @@ def read_shapes(path: Path) -> List[Shape]:
     return shapes
 
 
+def select_shapes(shapes: List[Shape], only: str) -> List[Shape]:
+    """The shapes named in `only` (comma-separated; empty: all), in file order. An unknown name is
+    an error: a misspelt --only would otherwise measure nothing."""
+    wanted = {name for name in only.split(",") if name}
+    if not wanted:
+        return shapes
+    unknown = sorted(wanted - {s.name for s in shapes})
+    if unknown:
+        raise ValueError(f"--only names no shape here: {', '.join(unknown)} "
+                         f"(shapes: {', '.join(s.name for s in shapes)})")
+    return [s for s in shapes if s.name in wanted]
+
+
 def default_shapes_path() -> Path:
     return REPO_ROOT / "bench" / "wtconv_shapes.csv"
 
@@ -602,17 +615,18 @@ def parse_args(argv=None):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    shapes_path = args.shapes or default_shapes_path()
+    try:
+        shapes = select_shapes(read_shapes(shapes_path), args.only)
+    except ValueError as e:
+        print(f"wtconv_bench: {shapes_path}: {e}", file=sys.stderr)
+        return 2
     if not torch.cuda.is_available():
         print("wtconv_bench: no CUDA device; nothing measured", file=sys.stderr)
         return 2
     torch.backends.cudnn.benchmark = True  # cuDNN's fastest algorithm for the depthwise baseline
     torch.backends.cudnn.allow_tf32 = False  # FP32 means FP32 for every implementation
     torch.backends.cuda.matmul.allow_tf32 = False
-    shapes_path = args.shapes or default_shapes_path()
-    shapes = read_shapes(shapes_path)
-    if args.only:
-        wanted = set(args.only.split(","))
-        shapes = [s for s in shapes if s.name in wanted]
     args.out.mkdir(parents=True, exist_ok=True)
     ceiling = official_kernel_ceiling(shapes) if "official_fused" in args.impls and args.fused_repo else None
     if ceiling is not None:

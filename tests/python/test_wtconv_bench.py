@@ -38,6 +38,20 @@ def test_stride_column_is_optional(tmp_path):
         wtconv_bench.read_shapes(path)
 
 
+def test_only_selects_shapes_and_refuses_unknown_names(tmp_path):
+    path = tmp_path / "shapes.csv"
+    path.write_text("name,B,C,H,W,kernel_size,wt_levels\na,1,4,8,8,5,1\nb,1,4,8,8,3,2\nc,2,4,9,9,5,1\n")
+    shapes = wtconv_bench.read_shapes(path)
+    assert [s.name for s in wtconv_bench.select_shapes(shapes, "")] == ["a", "b", "c"]
+    assert [s.name for s in wtconv_bench.select_shapes(shapes, "c,a")] == ["a", "c"]
+    with pytest.raises(ValueError, match="names no shape here: x, z"):
+        wtconv_bench.select_shapes(shapes, "a,z,x")
+    # The command refuses it before it looks for a GPU or writes anything.
+    out = tmp_path / "out"
+    assert wtconv_bench.main(["--shapes", str(path), "--only", "a,nope", "--out", str(out)]) == 2
+    assert not out.exists()
+
+
 def test_official_layout_mapping_covers_every_parameter():
     ours = winconv.WTConv2d(4, 4, kernel_size=5, wt_levels=3).state_dict()
     official_keys = ["base_weight", "base_scale", "base_bias"] + [f"wt_weights.{i}" for i in range(3)] + [
