@@ -393,6 +393,30 @@ TEST(WtconvGpu, RuntimeKBackwardPairedDxJobs) {
   }
 }
 
+// The runtime-k backward base with its dx jobs in halves on lane pairs (bwd_dx_half_jobs: items of
+// at most 128 jobs), in the whole-plane instance (odd widths) and the tiled one (widths of whole
+// quads), against the oracle: odd heights (a pair's second pixel row past the plane), a batch
+// that leaves the last item's second plane empty, L >= 2 (dX_1 added at LL), odd widths (a job's
+// second coefficient past the plane), and a plane of more jobs that keeps whole ones.
+TEST(WtconvGpu, RuntimeKBackwardHalfJobs) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
+  struct Case { int B, C, H, W, k, L; Precision prec; bool halves; };
+  const Case cases[] = {{3, 2, 13, 11, 9, 2, Precision::kFP32, true},  {5, 3, 12, 12, 13, 3, Precision::kFP16, true},
+                        {2, 2, 21, 17, 11, 2, Precision::kBF16, true}, {4, 2, 14, 14, 15, 1, Precision::kFP32, true},
+                        {3, 2, 9, 7, 11, 3, Precision::kFP32, true},   {2, 2, 31, 61, 9, 2, Precision::kFP32, false}};
+  int seed = 640;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << c.B << "x" << c.C << "x" << c.H << "x" << c.W << " k" << c.k << " L" << c.L);
+    WtconvProblem p;
+    p.batch = c.B; p.channels = c.C; p.height = c.H; p.width = c.W; p.kernel_size = c.k; p.levels = c.L;
+    p.precision = c.prec;
+    const wtconv_detail::WtconvTile t = wtconv_detail::make_wtconv_run(p, true).plan.bwd_base;
+    EXPECT_EQ(wtconv_detail::bwd_dx_half_jobs(c.k, t.th, t.tw, t.np), c.halves);
+    run_case(c.B, c.C, c.H, c.W, c.k, c.L, 1, c.prec, seed % 2 == 0, seed);
+    ++seed;
+  }
+}
+
 // The fixed tiles' 4 x 4 epilogues store a row of four outputs in one write when y (dx) is
 // 4-element aligned, as two pair writes when only 2-element aligned, and element by element
 // otherwise: y and dx one and two elements off (x and dy aligned, so the fused instances still

@@ -156,6 +156,18 @@ inline int fwd_base_quad_blocks(int k, size_t smem) {
                                                                                  : fwd_base_blocks_per_sm(k);
 }
 
+// Whether the runtime-k backward base runs its dx jobs (two level-1 coefficients each) in halves
+// on lane pairs: items of at most half a block's worth of jobs (a th x tw tile, np planes). Whole
+// jobs left them all on warps 0-3, which also run the level-1 correlations, while warps 4-7 ran
+// the base correlations alone (z11 of bench/wtconv_shapes_unseen6.csv, 64 x 384 x 14^2 at k = 11:
+// 112 jobs of 16 k^2 multiply-adds an item; docs/wtconv.md, notes 111 and 113). With more jobs
+// every thread has a whole one already, and the halves only add their shuffles (1.05-1.12x the
+// time on multi-tile planes). A run-time choice inside one kernel spilled 2.9 KB, so the halves
+// are an instance of their own (backward_base_kernel's kHalves).
+WTCONV_HOST_DEVICE constexpr bool bwd_dx_half_jobs(int k, int th, int tw, int np) {
+  return k != 1 && !specialised_kernel_size(k) && np * th * ((tw + 1) / 2) <= kBlockThreads / 2;
+}
+
 // Row pitch (floats) of the backward base kernel's subband tiles (Y_1 and G_1, ew = tw + 2 r
 // coefficients a row). The runtime-k instance's correlation lanes read k consecutive rows of them
 // at one column with 8-byte loads, so a half-warp meets 16 / gcd(pitch / 2, 16) distinct bank
