@@ -417,6 +417,32 @@ TEST(WtconvGpu, RuntimeKBackwardHalfJobs) {
   }
 }
 
+// Levels whose grids are smaller than the kernel run at their central taps (plan.h,
+// level_kernel_size; the rest meet only padding and get zero gradients), against the oracle that
+// convolves the whole filter: every dtype, kernel sizes whose cropped size is specialised (7, 5,
+// 3) or not, a cropped level in the middle of the chain and at its end, 1 x 1 levels, and a
+// strided problem.
+TEST(WtconvGpu, LevelsAtTheirCentralTaps) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
+  struct Case { int B, C, H, W, k, L, s; Precision prec; };
+  const Case cases[] = {{3, 4, 14, 14, 11, 2, 1, Precision::kFP32}, {2, 3, 13, 9, 15, 4, 1, Precision::kFP16},
+                        {2, 5, 14, 14, 5, 3, 1, Precision::kBF16},  {1, 3, 16, 16, 7, 5, 1, Precision::kFP32},
+                        {2, 2, 9, 40, 13, 4, 1, Precision::kFP32},  {3, 2, 11, 11, 9, 3, 2, Precision::kFP16},
+                        {1, 2, 6, 5, 3, 4, 1, Precision::kFP32}};
+  int seed = 660;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << c.B << "x" << c.C << "x" << c.H << "x" << c.W << " k" << c.k << " L" << c.L
+                                      << " s" << c.s);
+    WtconvProblem p;
+    p.batch = c.B; p.channels = c.C; p.height = c.H; p.width = c.W; p.kernel_size = c.k; p.levels = c.L;
+    p.precision = c.prec;
+    const wtconv_detail::WtconvPlan plan = wtconv_detail::make_wtconv_plan(p);
+    EXPECT_LT(plan.kl[plan.L], c.k);  // the deepest level at least is cropped
+    run_case(c.B, c.C, c.H, c.W, c.k, c.L, c.s, c.prec, seed % 2 == 0, seed);
+    ++seed;
+  }
+}
+
 // The fixed tiles' 4 x 4 epilogues store a row of four outputs in one write when y (dx) is
 // 4-element aligned, as two pair writes when only 2-element aligned, and element by element
 // otherwise: y and dx one and two elements off (x and dy aligned, so the fused instances still

@@ -503,7 +503,7 @@ TEST(WtconvPlan, RandomProblemsWorkspaceRegionsAreAlignedAndDisjoint) {
     }
     bwd.push_back({plan.bwd_part[1], size_t(p.channels) * plan.bwd_base.splits * (5 * kk + 1) * 4});
     for (int l = 2; l <= plan.L; ++l)
-      bwd.push_back({plan.bwd_part[l], size_t(p.channels) * plan.bwd_level[l].splits * 4 * kk * 4});
+      bwd.push_back({plan.bwd_part[l], size_t(p.channels) * plan.bwd_level[l].splits * 4 * plan.kl[l] * plan.kl[l] * 4});
     expect_disjoint_aligned(fwd, plan.fwd_bytes, "forward workspace");
     expect_disjoint_aligned(bwd, plan.bwd_bytes, "backward workspace");
     EXPECT_EQ(plan.chain_bytes, p.precision == Precision::kFP32 ? 4u : 2u);
@@ -804,6 +804,33 @@ TEST(WtconvPlan, CascadePlaneTiles) {
     ASSERT_LE(lt, 5);
     ASSERT_TRUE((int64_t(1) << lt) >= h && (int64_t(1) << lt) >= w);
     if (lt > levels) ASSERT_TRUE((int64_t(1) << (lt - 1)) < h || (int64_t(1) << (lt - 1)) < w) << h << " x " << w;
+  }
+}
+
+// Levels l >= 2 run at the central taps that can meet their grid (level_kernel_size): every tap
+// closer to the centre than the grid's longer side, k where the grid is that large, and k for a
+// level 2 a base kernel may fuse.
+TEST(WtconvPlan, LevelKernelSizeKeepsEveryTapThatMeetsTheGrid) {
+  // {k, h, w, kernel size}
+  const int sizes[][4] = {{11, 4, 4, 7}, {11, 6, 5, 11}, {15, 3, 7, 13}, {5, 2, 2, 3}, {9, 1, 1, 1}, {3, 1, 2, 3}};
+  for (const auto& z : sizes)
+    EXPECT_EQ(level_kernel_size(z[0], z[1], z[2]), z[3]) << "k " << z[0] << " on " << z[1] << " x " << z[2];
+  struct Case { int64_t B, C, H, W; int k, L, l, kl; };
+  const Case cases[] = {{64, 384, 14, 14, 11, 2, 2, 7}, {64, 384, 14, 14, 5, 3, 3, 3}, {64, 384, 14, 14, 5, 3, 2, 5},
+                        {2, 8, 9, 40, 13, 4, 4, 5},     {1, 4, 16, 16, 7, 4, 4, 1},     {1, 4, 16, 16, 7, 5, 5, 1},
+                        {16, 128, 512, 512, 5, 2, 2, 5}};
+  for (const Case& c : cases) {
+    WtconvProblem p;
+    p.batch = c.B; p.channels = c.C; p.height = c.H; p.width = c.W; p.kernel_size = c.k; p.levels = c.L;
+    const WtconvPlan plan = make_wtconv_plan(p);
+    SCOPED_TRACE(describe(p));
+    EXPECT_EQ(plan.kl[c.l], c.kl);
+    for (int l = 2; l <= plan.L; ++l) {
+      EXPECT_LE(plan.kl[l], plan.k);
+      EXPECT_EQ(plan.kl[l] % 2, 1);
+      const bool fusable = l == 2 && (plan.fwd_fused_smem > 0 || plan.bwd_fused_smem > 0);
+      EXPECT_EQ(plan.kl[l], fusable ? plan.k : level_kernel_size(plan.k, plan.hl[l], plan.wl[l]));
+    }
   }
 }
 

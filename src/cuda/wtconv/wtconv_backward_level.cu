@@ -42,9 +42,10 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 || !kWindows ?
   float* red = dz + np * 4 * th * tw; // parts x jobs x k
 
   if constexpr (K == 0) zero_filter_padding(wf, 4, k);
+  const int wk = a.wk > 0 ? a.wk : k;  // the stored filters' size: the level runs at their central k x k
   for (int i = threadIdx.x; i < 4 * kk; i += blockDim.x) {
     const int t = i / kk, ij = i % kk, fi = kk - 1 - ij;  // flip both axes
-    wf[t * fs + filter_slot(ij, k)] = a.scale[4 * c + t] * a.weight[int64_t(4 * c + t) * kk + fi];
+    wf[t * fs + filter_slot(ij, k)] = a.scale[4 * c + t] * a.weight[int64_t(4 * c + t) * wk * wk + central_tap(fi, k, wk)];
   }
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int sb = warp / kLevelCorrWarpsPerSubband, ci = lane % k, job = sb * k + ci;

@@ -104,7 +104,7 @@ Status backward_level(const WtconvPlan& plan, int l, const WtconvParams& prm, co
   a.partial = ws_at(ws, plan.bwd_part[l]);
   a.B = int(plan.B); a.C = int(plan.C);
   a.hin = int(plan.hl[l - 1]); a.win = int(plan.wl[l - 1]);
-  a.hq = int(plan.hl[l]); a.wq = int(plan.wl[l]); a.k = plan.k;
+  a.hq = int(plan.hl[l]); a.wq = int(plan.wl[l]); a.k = plan.kl[l]; a.wk = plan.k;
   a.g = geom_of(plan.bwd_level[l]);
   return cuda_status(launch_backward_level(a, plan.bwd_level[l].smem, stream), "wtconv backward level launch");
 }
@@ -125,7 +125,7 @@ Status forward_level(const WtconvPlan& plan, int l, const WtconvParams& prm, con
   a.factor = 1.0f / float(1 << l);
   a.B = int(plan.B); a.C = int(plan.C);
   a.hin = int(plan.hl[l - 1]); a.win = int(plan.wl[l - 1]);
-  a.hq = int(plan.hl[l]); a.wq = int(plan.wl[l]); a.k = plan.k;
+  a.hq = int(plan.hl[l]); a.wq = int(plan.wl[l]); a.k = plan.kl[l]; a.wk = plan.k;
   a.g = geom_of(plan.fwd_level[l]);
   return cuda_status(launch_forward_level(a, plan.fwd_level[l].smem, stream), "wtconv forward level launch");
 }
@@ -213,6 +213,7 @@ Status backward_typed(const WtconvPlan& plan, const T* dy, const T* x, const Wtc
     r.gwl[l] = grads.level_weight[l]; r.gsl[l] = grads.level_scale[l];
   }
   r.C = int(plan.C); r.k = plan.k; r.L = plan.L;
+  for (int l = 2; l <= plan.L; ++l) r.kl[l] = plan.kl[l];
   return cuda_status(launch_param_grad_reduce(r, stream), "wtconv parameter gradient launch");
 }
 

@@ -28,8 +28,10 @@ __device__ __forceinline__ void forward_level_body(const FwdLevelArgs<Tin>& a) {
   float* zs = ys + np * 4 * plane + (K == 0 ? kWindowSlack : 0);  // np x 4 x th x tw convolved subbands
 
   if constexpr (K == 0) zero_filter_padding(ws, 4, k);
+  const int wk = a.wk > 0 ? a.wk : k;  // the stored filters' size: the level runs at their central k x k
   for (int i = threadIdx.x; i < 4 * kk; i += blockDim.x)
-    ws[i / kk * fs + filter_slot(i % kk, k)] = a.weight[int64_t(4 * c) * kk + i] * a.scale[4 * c + i / kk] * a.factor;
+    ws[i / kk * fs + filter_slot(i % kk, k)] =
+        a.weight[int64_t(4 * c + i / kk) * wk * wk + central_tap(i % kk, k, wk)] * a.scale[4 * c + i / kk] * a.factor;
 
   if constexpr (kPlane) zero_floats(ys, np * 4 * plane);
 

@@ -58,6 +58,7 @@ struct FwdLevelArgs {
   const float* scale;
   float factor;      // 2^-l
   int B, C, hin, win, hq, wq, k;
+  int wk = 0;        // the stored filters' size (>= k: the level runs at their central k x k, plan.kl)
   TileGeom g;
   LevelDivisors d;  // set by the launcher
   bool direct = false;
@@ -125,6 +126,7 @@ struct BwdLevelArgs {
   const float* scale;
   float* partial;     // [C][splits][4kk]
   int B, C, hin, win, hq, wq, k;
+  int wk = 0;         // the stored filters' size (>= k: the level runs at their central k x k, plan.kl)
   TileGeom g;
   LevelDivisors d;  // set by the launcher
   bool direct = false;
@@ -190,6 +192,7 @@ struct ParamGradArgs {
   float* gwl[kWtconvMaxLevels];
   float* gsl[kWtconvMaxLevels];
   int C, k, L;
+  int kl[kWtconvMaxLevels + 1];  // level l >= 2: its partials' kernel size (plan.kl, <= k)
 };
 cudaError_t launch_param_grad_reduce(const ParamGradArgs& a, cudaStream_t stream);
 
@@ -227,6 +230,13 @@ cudaError_t dispatch_kernel_size(int k, F&& f) {
     case 1: return f(Runtime{}, std::integral_constant<int, 1>{});
     default: return f(Runtime{}, Runtime{});
   }
+}
+
+// Index in a stored wk x wk filter of tap ij (row-major) of its central k x k square (k <= wk, both
+// odd: plan.h, level_kernel_size).
+__host__ __device__ __forceinline__ int central_tap(int ij, int k, int wk) {
+  const int off = (wk - k) / 2;
+  return (ij / k + off) * wk + ij % k + off;
 }
 
 inline TileGeom geom_of(const WtconvTile& t) {

@@ -45,21 +45,26 @@ __global__ void param_grad_reduce_kernel(ParamGradArgs a) {
     return;
   }
   const int l = 1 + (f - 1) / 4, sb = (f - 1) % 4;
+  // A level l >= 2 ran at the central kl x kl taps (plan.h, level_kernel_size): the others met
+  // only padding, and their gradients are zero.
+  const int kl = l == 1 ? a.k : a.kl[l], off = (a.k - kl) / 2, kkl = kl * kl;
   const float* src;
   int n, stride;
   if (l == 1) {
     n = a.splits[1]; stride = 5 * kk + 1;
     src = a.partial[1] + int64_t(c) * n * stride + kk + 1 + sb * kk;
   } else {
-    n = a.splits[l]; stride = 4 * kk;
-    src = a.partial[l] + int64_t(c) * n * stride + sb * kk;
+    n = a.splits[l]; stride = 4 * kkl;
+    src = a.partial[l] + int64_t(c) * n * stride + sb * kkl;
   }
   const int64_t ch = 4 * int64_t(c) + sb;
   const double sl = a.sl[l - 1][ch];
   double ds = 0.0;
   for (int e = lane; e < kk; e += 32) {
+    const int i = e / a.k - off, j = e % a.k - off;
     double sum = 0.0;
-    for (int q = 0; q < n; ++q) sum += src[int64_t(q) * stride + e];
+    if (i >= 0 && i < kl && j >= 0 && j < kl)
+      for (int q = 0; q < n; ++q) sum += src[int64_t(q) * stride + i * kl + j];
     a.gwl[l - 1][ch * kk + e] = float(sl * sum);
     ds += double(a.wl[l - 1][ch * kk + e]) * sum;
   }

@@ -73,6 +73,9 @@ struct WtconvPlan {
   size_t bwd_base_tma_smem = 0;  // > 0: the backward base may stage x and dy with TMA
   size_t bwd_fused_smem = 0;     // > 0: an L = 2 backward may fuse level 2 into the base kernel
   WtconvTile fwd_level[kWtconvMaxLevels + 1], bwd_level[kWtconvMaxLevels + 1];  // l >= 2
+  // The kernel size the level kernels of level l >= 2 run at: the central kl x kl taps of the
+  // k x k filters (level_kernel_size).
+  int kl[kWtconvMaxLevels + 1] = {};
 };
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -665,6 +668,16 @@ inline bool fit_poorly_covering_tile(const WtconvTile& t, int64_t gh, int64_t gw
 // Timed as the rule (note 94): the three planes it changes of 27 ran 0.90-0.98x the training step.
 inline bool runtime_k_bwd_fit_width_ok(int tw, int k) { return (tw + 2 * (k / 2)) % 32 != 0; }
 
+// The kernel size a level's convolutions and correlations need on an h x w grid: a tap more than
+// max(h, w) - 1 rows or columns from the filter's centre meets only the zero padding around the
+// grid, from every output, so the central min(k, 2 max(h, w) - 1) square holds every tap that
+// contributes and the rest contribute zeros (and get zero gradients). On the small grids of the
+// deep levels and of large kernels this is most of the taps: at 64 x 384 x 14^2, k = 11, level
+// 2's 4 x 4 grid runs at 7 x 7 (49 of 121 taps; docs/wtconv.md, note 114).
+inline int level_kernel_size(int k, int64_t h, int64_t w) {
+  return int(std::min<int64_t>(k, 2 * std::max(h, w) - 1));
+}
+
 // Base tiles a caller asks for instead of the rule's (0: the rule's), for tile sweeps
 // (dev/cuda/wtconv_tile_sweep.cu); the API never sets them.
 struct WtconvTileHint {
@@ -732,10 +745,14 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p, const WtconvTileHint&
   plan.fwd_level2_direct = level2_reads_activations(plan.L, false);
   plan.bwd_level2_direct = level2_reads_activations(plan.L, true, int(plan.chain_bytes));
   for (int l = 2; l <= plan.L; ++l) {
+    // A base kernel that may fuse level 2 computes it at k (and, when it cannot fuse at run time,
+    // the level kernels then do too).
+    const bool fusable = l == 2 && (plan.fwd_fused_smem > 0 || plan.bwd_fused_smem > 0);
+    plan.kl[l] = fusable ? plan.k : level_kernel_size(plan.k, plan.hl[l], plan.wl[l]);
     // Level 2 reading the activations stages 4x its tile in pixels: larger tiles, less halo.
     const bool fd = plan.level_reads_activations(l, false), bd = plan.level_reads_activations(l, true);
-    plan.fwd_level[l] = pick_level_tile(false, plan.B, plan.C, plan.hl[l], plan.wl[l], plan.k, fd);
-    plan.bwd_level[l] = pick_level_tile(true, plan.B, plan.C, plan.hl[l], plan.wl[l], plan.k, bd);
+    plan.fwd_level[l] = pick_level_tile(false, plan.B, plan.C, plan.hl[l], plan.wl[l], plan.kl[l], fd);
+    plan.bwd_level[l] = pick_level_tile(true, plan.B, plan.C, plan.hl[l], plan.wl[l], plan.kl[l], bd);
   }
 
   size_t off = 0;
@@ -751,12 +768,13 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p, const WtconvTileHint&
   for (int l = first_chain; l < plan.L; ++l) { plan.bwd_x[l] = off; off += chain_level_bytes(l); }
   for (int l = first_chain; l < plan.L; ++l) { plan.bwd_g[l] = off; off += chain_level_bytes(l); }
   for (int l = 1; l < plan.L; ++l) { plan.bwd_dx[l] = off; off += chain_level_bytes(l); }
-  // Partials: [C][splits][kk + 1 + 4kk] for the base kernel (slot 1), [C][splits][4kk] per level.
+  // Partials: [C][splits][kk + 1 + 4kk] for the base kernel (slot 1), [C][splits][4 kl^2] per level.
   plan.bwd_part[1] = off;
   off += align_up(size_t(plan.C) * plan.bwd_base.splits * (5 * kk + 1) * 4, kWorkspaceAlign);
   for (int l = 2; l <= plan.L; ++l) {
     plan.bwd_part[l] = off;
-    off += align_up(size_t(plan.C) * bwd_level_partial_splits(plan, l) * 4 * kk * 4, kWorkspaceAlign);
+    off += align_up(size_t(plan.C) * bwd_level_partial_splits(plan, l) * 4 * plan.kl[l] * plan.kl[l] * 4,
+                    kWorkspaceAlign);
   }
   plan.bwd_bytes = off;
   return plan;
@@ -843,7 +861,8 @@ inline void plan_io_bytes(const WtconvPlan& plan, size_t e, uint64_t* forward, u
   const int kk = plan.k * plan.k;
   uint64_t partials = uint64_t(plan.C) * plan.bwd_base.splits * (5 * kk + 1);
   for (int l = 2; l <= L; ++l)
-    partials += uint64_t(plan.C) * (bfused ? plan.bwd_base.splits : plan.bwd_level[l].splits) * 4 * kk;
+    partials += uint64_t(plan.C) * (bfused ? plan.bwd_base.splits : plan.bwd_level[l].splits) * 4 * plan.kl[l] *
+                plan.kl[l];
   bwd += 2 * 4 * partials;
   *forward = fwd;
   *backward = bwd;
