@@ -450,10 +450,40 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(kOnly ? 
       // per thread until note 97: conv_window's two shared loads per multiply-add (the weight and
       // the input) were 70% of that kernel's shared loads at k = 15.
       const int pairs = (tw + 1) / 2;
-      // The rest of a job once its subband results d are in: + dX_1 at LL, then pixel rows
-      // [dy0, dy1) of its 2 x 4 block, each the base windows of D plus the synthesis of d.
-      const auto finish_dx_job = [&](int p, int ty, int tx0, int ncols, float(&d)[4][2], int dy0, int dy1) {
+      // kHalves: each job in two halves on a lane pair (lanes 2m, 2m + 1), half h taking subbands
+      // 2h and 2h + 1 and pixel row h (items of at most half a block's worth of jobs:
+      // bwd_dx_half_jobs). The halves run the same code on their own data, so the pair does not
+      // diverge; they trade their two subband results with one shuffle each, and each window keeps
+      // its vector loads and its sums' order (the same bits as whole jobs).
+      constexpr int kJobParts = kHalves ? 2 : 1, kSubbands = 4 / kJobParts;
+      for (int e = threadIdx.x; e < kJobParts * np * th * pairs; e += blockDim.x) {
+        const int job = e / kJobParts, h = e % kJobParts;
+        const int p = job / (th * pairs), rem = job % (th * pairs), ty = rem / pairs, tx0 = 2 * (rem % pairs);
         const int b = pos.b0 + p, qy = pos.y0 + ty, qx0 = pos.x0 + tx0;
+        if (b >= a.B || qy >= a.h1 || qx0 >= a.w1g) continue;  // both halves alike
+        const int ncols = min(min(2, tw - tx0), a.w1g - qx0);
+        float d[4][2];  // [subband][coefficient]
+        const float* gsrc = gs + p * 4 * plane + ty * lp + tx0;  // the four subband planes share the phase
+        const int t0 = kSubbands * h;  // this lane's first subband
+        // The window passes at a compile-time k where it can be (with_compiled_kernel_size).
+        with_compiled_k<K, kOnly>(k, [&](const int kw) {
+          with_window_loads(window_vector_width(kw, lp, 2), gsrc, [&](auto loads) {
+#pragma unroll
+            for (int t = 0; t < kSubbands; ++t)
+              adjacent_windows<2>(loads, w1f + (t0 + t) * fs, wp, gsrc + (t0 + t) * plane, lp, kw, ncols, d[t]);
+          });
+        });
+        if constexpr (kHalves) {
+          const unsigned pair_mask = 3u << (threadIdx.x & 30);
+#pragma unroll
+          for (int t = 0; t < 2; ++t)
+#pragma unroll
+            for (int u = 0; u < 2; ++u) {
+              const float mine = d[t][u], other = __shfl_xor_sync(pair_mask, mine, 1);
+              d[t][u] = h ? other : mine;
+              d[2 + t][u] = h ? mine : other;
+            }
+        }
         const int64_t pl = int64_t(b) * a.C + c;
         if (a.dxin) {
           const T* res = a.dxin + pl * a.h1 * a.w1g + int64_t(qy) * a.w1g + qx0;
@@ -462,6 +492,9 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(kOnly ? 
             if (u < ncols) d[0][u] += to_float(res[u]);
         }
         const int npix = min(2 * ncols, a.W - 2 * qx0);  // pixels of a row inside the plane
+        // Pixel rows: the job's two, or a half's own.
+        const int dy0 = kHalves ? h : 0, dy1 = kHalves ? h + 1 : 2;
+#pragma unroll
         for (int dy = dy0; dy < dy1; ++dy) {
           const int y = 2 * qy + dy;
           if (y >= a.H) break;
@@ -479,59 +512,6 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(kOnly ? 
             for (int dx = 0; dx < 2; ++dx)
               if (2 * u + dx < npix) dst[2 * u + dx] = from_float<T>(base[2 * u + dx] + 0.5f * synth_child(du, dy, dx));
           }
-        }
-      };
-      if constexpr (kHalves) {
-        // Each job in two halves on a lane pair (lanes 2m, 2m + 1), half h taking subbands 2h and
-        // 2h + 1 and pixel row h (items of at most half a block's worth of jobs: bwd_dx_half_jobs).
-        // The halves run the same code on their own data, so the pair does not diverge; they trade
-        // their two subband results with one shuffle each, and each window keeps its vector loads
-        // and its sums' order (the same bits as whole jobs).
-        for (int e = threadIdx.x; e < 2 * np * th * pairs; e += blockDim.x) {
-          const int job = e >> 1, h = e & 1;
-          const int p = job / (th * pairs), rem = job % (th * pairs), ty = rem / pairs, tx0 = 2 * (rem % pairs);
-          const int b = pos.b0 + p, qy = pos.y0 + ty, qx0 = pos.x0 + tx0;
-          if (b >= a.B || qy >= a.h1 || qx0 >= a.w1g) continue;  // both halves alike
-          const int ncols = min(min(2, tw - tx0), a.w1g - qx0);
-          float mine[2][2];  // [subband 2h + t][coefficient]
-          const float* gsrc = gs + p * 4 * plane + ty * lp + tx0;  // the four subband planes share the phase
-          with_compiled_k<K, kOnly>(k, [&](const int kw) {
-            with_window_loads(window_vector_width(kw, lp, 2), gsrc, [&](auto loads) {
-#pragma unroll
-              for (int t = 0; t < 2; ++t)
-                adjacent_windows<2>(loads, w1f + (2 * h + t) * fs, wp, gsrc + (2 * h + t) * plane, lp, kw, ncols,
-                                    mine[t]);
-            });
-          });
-          const unsigned pair_mask = 3u << (threadIdx.x & 30);
-          float d[4][2];  // [subband][coefficient]
-#pragma unroll
-          for (int t = 0; t < 2; ++t)
-#pragma unroll
-            for (int u = 0; u < 2; ++u) {
-              const float other = __shfl_xor_sync(pair_mask, mine[t][u], 1);
-              d[t][u] = h ? other : mine[t][u];
-              d[2 + t][u] = h ? mine[t][u] : other;
-            }
-          finish_dx_job(p, ty, tx0, ncols, d, h, h + 1);
-        }
-      } else {
-        for (int e = threadIdx.x; e < np * th * pairs; e += blockDim.x) {
-          const int p = e / (th * pairs), rem = e % (th * pairs), ty = rem / pairs, tx0 = 2 * (rem % pairs);
-          const int b = pos.b0 + p, qy = pos.y0 + ty, qx0 = pos.x0 + tx0;
-          if (b >= a.B || qy >= a.h1 || qx0 >= a.w1g) continue;
-          const int ncols = min(min(2, tw - tx0), a.w1g - qx0);
-          float d[4][2];  // [subband][coefficient]
-          const float* gsrc = gs + p * 4 * plane + ty * lp + tx0;  // the four subband planes share the phase
-          // The window passes at a compile-time k where it can be (with_compiled_kernel_size).
-          with_compiled_k<K, kOnly>(k, [&](const int kw) {
-            with_window_loads(window_vector_width(kw, lp, 2), gsrc, [&](auto loads) {
-#pragma unroll
-              for (int t = 0; t < 4; ++t)
-                adjacent_windows<2>(loads, w1f + t * fs, wp, gsrc + t * plane, lp, kw, ncols, d[t]);
-            });
-          });
-          finish_dx_job(p, ty, tx0, ncols, d, 0, 2);
         }
       }
     }
