@@ -1,7 +1,7 @@
 // What the dev benches share (dwconv_strip_bench.cu, corr_strip_bench.cu, wtconv_dw_bench.cu,
-// wtconv_tile_sweep.cu; fma_mma_overlap_bench.cu the error check alone): the CUDA error check, the median of CUDA-event timings of a launch, the
-// arguments (planes, H, W) and the result table with its float64 check. Dev tools only, not part
-// of the library.
+// wtconv_tile_sweep.cu; fma_mma_overlap_bench.cu takes the error check alone): the CUDA error
+// check, the median of CUDA-event timings of a launch, the arguments (planes, H, W) and the
+// result table with its float64 check. Dev tools only, not part of the library.
 #pragma once
 
 #include <cuda_runtime.h>
