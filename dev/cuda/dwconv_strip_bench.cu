@@ -100,12 +100,11 @@ __global__ void __launch_bounds__(THREADS, MINB)
       for (int o = 0; o < R; ++o)
 #pragma unroll
         for (int u = 0; u < NC; ++u) acc[o][u] = 0.f;
-      int toff = row * SP + col + 2;
 #pragma unroll 1
       for (int rep = 0; rep < REPS; ++rep) {
-      // Opaque to the compiler: the tile rows are reloaded in every pass, as every phase of the
-      // WTConv kernels reloads them, rather than hoisted into (spilling) registers.
-      asm volatile("" : "+r"(toff));
+      // Opaque to the compiler (opaque_zero): the tile rows are reloaded in every pass, as every
+      // phase of the WTConv kernels reloads them, rather than hoisted into (spilling) registers.
+      const int toff = row * SP + col + 2 + strip_bench::opaque_zero();
       float wr[K * K];
 #pragma unroll
       for (int i = 0; i < K * K / 4 * 4; i += 4) {

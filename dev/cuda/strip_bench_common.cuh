@@ -1,7 +1,8 @@
-// What the dev benches share (dwconv_strip_bench.cu, corr_strip_bench.cu, wtconv_dw_bench.cu,
-// wtconv_tile_sweep.cu; fma_mma_overlap_bench.cu takes the error check alone): the CUDA error
-// check, the median of CUDA-event timings of a launch, the arguments (planes, H, W) and the
-// result table with its float64 check. Dev tools only, not part of the library.
+// What the dev benches share (dwconv_strip_bench.cu, corr_strip_bench.cu, conv_corr_block_bench.cu,
+// wtconv_dw_bench.cu, wtconv_tile_sweep.cu; fma_mma_overlap_bench.cu takes the error check alone):
+// the CUDA error check, the opaque pass offset, the median of CUDA-event timings of a launch, the
+// arguments (planes, H, W) and the result table with its float64 check. Dev tools only, not part
+// of the library.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -56,6 +57,13 @@ inline std::vector<float> random_floats(size_t n, unsigned seed, float** dev) {
   STRIP_BENCH_CHECK(cudaMemcpy(*dev, v.data(), n * 4, cudaMemcpyHostToDevice));
   return v;
 }
+
+// 0, read afresh from device memory on every call: the offset that makes each timed pass over a
+// staged tile reload its rows and redo its work, as every phase of the WTConv kernels does. An
+// empty asm statement on the offset, used before, is invisible to ptxas, which could then hoist
+// loop-invariant loads, or a whole pass whose result is overwritten, out of the pass loop.
+__device__ int g_zero_word;
+__device__ __forceinline__ int opaque_zero() { return *static_cast<volatile int*>(&g_zero_word); }
 
 // Median of `runs` timings of launch() (CUDA events around each).
 template <typename Launch>
