@@ -777,6 +777,58 @@ TEST(WtconvPlan, PoorlyCoveredPlanesTakeFittedBaseTiles) {
     }
 }
 
+// A sized tile takes twice the planes per item the rule gives a tile of its size
+// (kFittedItemScale: about 2048 outputs or 512 coefficients per item), unless that costs its
+// kernel a resident block; a tile asked for through the hint keeps the unscaled rule.
+TEST(WtconvPlan, FittedTilesTakeMorePlanesPerItem) {
+  auto problem = [](int64_t B, int64_t C, int64_t H, int64_t W, int k, int L) {
+    WtconvProblem p;
+    p.batch = B; p.channels = C; p.height = H; p.width = W; p.kernel_size = k; p.levels = L;
+    return p;
+  };
+  // 9 x 65 (z1 of the sixth random set): 16 x 40 outputs, 640 per plane: 3 planes where the
+  // unscaled rule gave 1; 8 x 20 coefficients, 160 per plane: 3 where it gave 1.
+  const WtconvPlan z1 = make_wtconv_plan(problem(32, 512, 9, 65, 5, 1));
+  EXPECT_EQ(z1.fwd_base.th, 16);
+  EXPECT_EQ(z1.fwd_base.tw, 40);
+  EXPECT_EQ(z1.fwd_base.np, 3);
+  EXPECT_EQ(z1.bwd_base.th, 8);
+  EXPECT_EQ(z1.bwd_base.tw, 20);
+  EXPECT_EQ(z1.bwd_base.np, 3);
+  // The hint's tile: the unscaled rule (one plane per item).
+  WtconvTileHint hint;
+  hint.fwd_th = 16; hint.fwd_tw = 40; hint.bwd_th = 8; hint.bwd_tw = 20;
+  const WtconvPlan hinted = make_wtconv_plan(problem(32, 512, 9, 65, 5, 1), hint);
+  EXPECT_EQ(hinted.fwd_base.np, 1);
+  EXPECT_EQ(hinted.bwd_base.np, 1);
+  // 69 x 73 (u11): 24 x 40 outputs and 12 x 20 coefficients, 2 planes each.
+  const WtconvPlan u11 = make_wtconv_plan(problem(16, 384, 69, 73, 3, 2));
+  EXPECT_EQ(u11.fwd_base.np, 2);
+  EXPECT_EQ(u11.bwd_base.np, 2);
+  // Random problems: a fitted tile never has fewer planes than the unscaled rule gives the same
+  // tile, nor fewer resident blocks.
+  std::mt19937 rng(29);
+  int scaled = 0;
+  for (int n = 0; n < 3000; ++n) {
+    const WtconvProblem p = random_problem(rng);
+    if (!wtconv_validate(p).ok()) continue;
+    SCOPED_TRACE(describe(p));
+    const WtconvPlan plan = make_wtconv_plan(p);
+    const WtconvTile f1 = pick_fwd_base_tile(p.batch, p.channels, plan.Ho, plan.Wo, plan.k, plan.stride,
+                                             plan.fwd_base.th, plan.fwd_base.tw);
+    const WtconvTile b1 =
+        pick_bwd_base_tile(p.batch, p.channels, plan.hl[1], plan.wl[1], plan.k, plan.bwd_base.th, plan.bwd_base.tw);
+    EXPECT_GE(plan.fwd_base.np, f1.np);
+    EXPECT_GE(plan.bwd_base.np, b1.np);
+    EXPECT_GE(resident_blocks(plan.fwd_base.smem, fwd_base_blocks_per_sm(plan.k)),
+              resident_blocks(f1.smem, fwd_base_blocks_per_sm(plan.k)));
+    EXPECT_GE(resident_blocks(plan.bwd_base.smem, bwd_base_blocks_per_sm(plan.k)),
+              resident_blocks(b1.smem, bwd_base_blocks_per_sm(plan.k)));
+    scaled += plan.fwd_base.np > f1.np || plan.bwd_base.np > b1.np;
+  }
+  EXPECT_GT(scaled, 50);
+}
+
 TEST(WtconvPlan, CascadePlaneTiles) {
   // Planes that fit one tile of at most 32 x 32 take the smallest tile covering them, never below
   // 2^levels; larger planes have none (the band path).

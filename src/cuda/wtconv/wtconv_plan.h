@@ -541,6 +541,17 @@ inline void fit_tile(WtconvTile& t, int64_t B, int64_t want, Bytes bytes) {
   while (bytes() > kSmemBudget && (t.np > 1 || t.th * t.tw > 1)) shrink_tile(t);
 }
 
+// After fit_tile with the rule's target: up to `want` planes per item (a scaled target, at most B),
+// never fewer than the rule's, and fewer while the larger item leaves the shared-memory budget or
+// costs the kernel a resident block (bound: its launch bound) that the rule's item keeps.
+template <typename Bytes>
+inline void scale_planes(WtconvTile& t, int64_t B, int64_t want, int bound, Bytes bytes) {
+  const int rule = t.np;
+  const size_t blocks = resident_blocks(bytes(), bound);
+  t.np = int(std::max<int64_t>(rule, std::min(want, B)));
+  while (t.np > rule && (bytes() > kSmemBudget || resident_blocks(bytes(), bound) < blocks)) --t.np;
+}
+
 // log2 of the square tile that holds a whole plane for the cascade's kPlane path: the smallest
 // power of two covering the plane and at least 2^levels (every level of the tile stays aligned),
 // or -1 when the plane is larger than 32 x 32. Larger planes take the band path
@@ -568,8 +579,9 @@ inline WtconvTile pick_level_tile(bool backward, int64_t B, int64_t C, int64_t g
 }
 
 // th, tw > 0: that tile instead of the rule's (before the shared-memory fit); for tile sweeps.
+// item_scale: item_scale x 1024 outputs per item, in planes (kFittedItemScale for sized tiles).
 inline WtconvTile pick_fwd_base_tile(int64_t B, int64_t C, int64_t Ho, int64_t Wo, int k, int s, int th = 0,
-                                     int tw = 0) {
+                                     int tw = 0, int item_scale = 1) {
   WtconvTile t;
   const int cap = s >= 32 ? 1 : 32 / s;
   // Twice as wide as tall: halves the halo share of the staging and the per-item overhead
@@ -578,12 +590,15 @@ inline WtconvTile pick_fwd_base_tile(int64_t B, int64_t C, int64_t Ho, int64_t W
   t.tw = tw > 0 ? tw : pow2_at_least(Wo, 2 * cap);
   const auto bytes = [&] { return fwd_base_smem_floats(k, s, t.th, t.tw, t.np) * 4; };
   fit_tile(t, B, 1024 / (t.th * t.tw), bytes);
+  if (item_scale > 1) scale_planes(t, B, item_scale * 1024 / (t.th * t.tw), fwd_base_blocks_per_sm(k), bytes);
   t.smem = bytes();
   finish_tile(t, B, C, Ho, Wo, int64_t(s) * s);
   return t;
 }
 
-inline WtconvTile pick_bwd_base_tile(int64_t B, int64_t C, int64_t h1, int64_t w1, int k, int th = 0, int tw = 0) {
+// item_scale: item_scale x 256 level-1 coefficients per item, in planes (as the forward's).
+inline WtconvTile pick_bwd_base_tile(int64_t B, int64_t C, int64_t h1, int64_t w1, int k, int th = 0, int tw = 0,
+                                     int item_scale = 1) {
   WtconvTile t;
   // 16 x 32 coefficients (32 x 64 pixels), wide for the same reason as the forward tile.
   t.th = th > 0 ? th : pow2_at_least(h1, 16);
@@ -591,9 +606,11 @@ inline WtconvTile pick_bwd_base_tile(int64_t B, int64_t C, int64_t h1, int64_t w
   const auto bytes = [&](int pitch) { return bwd_base_smem_floats(k, t.th, t.tw, t.np, pitch) * 4; };
   const auto plain = [&] { return 2 * (t.tw + 2 * (k / 2)); };
   fit_tile(t, B, kBlockThreads / (t.th * t.tw), [&] { return bytes(plain()); });
+  const int bound = bwd_base_blocks_per_sm(k);
+  if (item_scale > 1)
+    scale_planes(t, B, item_scale * kBlockThreads / (t.th * t.tw), bound, [&] { return bytes(plain()); });
   // The runtime-k instance takes the largest tile that keeps its launch bound's resident blocks
   // (docs/wtconv.md, perf notes 46 and 97).
-  const int bound = bwd_base_blocks_per_sm(k);
   if (!specialised_kernel_size(k))
     while (resident_blocks(bytes(plain()), bound) < size_t(bound) && (t.np > 1 || t.th * t.tw > 1)) shrink_tile(t);
   // Padded rows unless the padding costs a resident block (many small planes per block) or
@@ -647,6 +664,16 @@ inline double tile_coverage(int64_t gh, int64_t gw, int th, int tw) {
 // takes its own rows unit and skips some widths (runtime_k_bwd_fit_width_ok).
 constexpr double kFitCoverage = 0.65;
 constexpr int kFwdFitUnit = 8, kBwdFitUnit = 4, kRuntimeKBwdFitRows = 2;
+// A sized tile holds fewer outputs than the power-of-two tile it replaces (z1's 9 x 65 plane: 16 x
+// 40, where the rule's 1024 outputs per item gave one plane), and an item of one small tile leaves
+// most of the block's threads idle in its strip phases: 80 strip jobs for 256 threads there, each
+// item paying its staging and barriers. Sized tiles therefore take twice the planes per item the
+// rule would give them (item_scale: about 2048 outputs, 512 coefficients), as long as that keeps
+// the kernel's resident blocks (scale_planes). Measured on the H200 (docs/wtconv.md, note 118):
+// training step 0.72x at z1, 0.88-0.92x on 10 x 298, 36 x 30 and 69 x 73 planes, 0.94-0.97x on
+// two more. Doubling every tile's planes (the benchmark's 14 x 14 and 28 x 28 planes too) gained
+// at 28 x 28 and lost 2.4% at 14 x 14: not taken here.
+constexpr int kFittedItemScale = 2;
 // The extent of each of `tiles` tiles over `extent`, rounded up to whole units.
 inline int extent_per_tile(int64_t extent, int64_t tiles, int unit) {
   return int(ceil_div(ceil_div(extent, tiles), unit) * unit);
@@ -679,7 +706,8 @@ inline int level_kernel_size(int k, int64_t h, int64_t w) {
 }
 
 // Base tiles a caller asks for instead of the rule's (0: the rule's), for tile sweeps
-// (dev/cuda/wtconv_tile_sweep.cu); the API never sets them.
+// (dev/cuda/wtconv_tile_sweep.cu); the API never sets them. A tile asked for takes the unscaled
+// planes per item (no kFittedItemScale).
 struct WtconvTileHint {
   int fwd_th = 0, fwd_tw = 0;  // forward base, outputs
   int bwd_th = 0, bwd_tw = 0;  // backward base, level-1 coefficients
@@ -705,15 +733,15 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p, const WtconvTileHint&
   };
   const int kk = plan.k * plan.k;
 
-  auto set_fwd_base = [&](int th, int tw) {
-    plan.fwd_base = pick_fwd_base_tile(plan.B, plan.C, plan.Ho, plan.Wo, plan.k, plan.stride, th, tw);
+  auto set_fwd_base = [&](int th, int tw, int item_scale = 1) {
+    plan.fwd_base = pick_fwd_base_tile(plan.B, plan.C, plan.Ho, plan.Wo, plan.k, plan.stride, th, tw, item_scale);
     plan.fwd_base_tma_smem = fwd_base_tma_smem(plan.fwd_base, plan.W, plan.k, plan.stride, int(plan.chain_bytes),
                                                fwd_base_blocks_per_sm(plan.k));
     plan.fwd_fused_smem = fwd_fused_smem(plan.fwd_base, plan.L, plan.W, plan.k, plan.stride, int(plan.chain_bytes),
                                          fwd_base_blocks_per_sm(plan.k));
   };
-  auto set_bwd_base = [&](int th, int tw) {
-    plan.bwd_base = pick_bwd_base_tile(plan.B, plan.C, plan.hl[1], plan.wl[1], plan.k, th, tw);
+  auto set_bwd_base = [&](int th, int tw, int item_scale = 1) {
+    plan.bwd_base = pick_bwd_base_tile(plan.B, plan.C, plan.hl[1], plan.wl[1], plan.k, th, tw, item_scale);
     plan.bwd_base_tma_smem = bwd_base_tma_smem(plan.bwd_base, plan.W, plan.k, int(plan.chain_bytes));
     plan.bwd_fused_smem = bwd_fused_smem(plan.bwd_base, plan.L, plan.W, plan.k, int(plan.chain_bytes));
   };
@@ -728,7 +756,7 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p, const WtconvTileHint&
       fit_poorly_covering_tile(plan.fwd_base, plan.Ho, plan.Wo, kFwdFitUnit)) {
     const WtconvPlan before = plan;
     set_fwd_base(fitted_tile_extent(plan.Ho, plan.fwd_base.th, kFwdFitUnit),
-                 fitted_tile_extent(plan.Wo, plan.fwd_base.tw, kFwdFitUnit));
+                 fitted_tile_extent(plan.Wo, plan.fwd_base.tw, kFwdFitUnit), kFittedItemScale);
     if (plan.fwd_fused_smem > 0) plan = before;
   }
   if (hint.bwd_th == 0 && hint.bwd_tw == 0 && plan.bwd_fused_smem == 0) {
@@ -738,7 +766,7 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p, const WtconvTileHint&
       const int tw = fitted_tile_extent(plan.wl[1], plan.bwd_base.tw, kBwdFitUnit);
       if (!runtime_k || runtime_k_bwd_fit_width_ok(tw, plan.k))
         set_bwd_base(fitted_tile_extent(plan.hl[1], plan.bwd_base.th, runtime_k ? kRuntimeKBwdFitRows : kBwdFitUnit),
-                     tw);
+                     tw, kFittedItemScale);
     }
     if (plan.bwd_fused_smem > 0) plan = before;
   }
