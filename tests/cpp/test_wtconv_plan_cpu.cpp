@@ -829,6 +829,64 @@ TEST(WtconvPlan, FittedTilesTakeMorePlanesPerItem) {
   EXPECT_GT(scaled, 50);
 }
 
+// The rule's own tiles take up to twice its planes per item where the busiest block's modelled
+// cost falls by at least 5% (balance_planes); a tile asked for through the hint keeps the rule.
+TEST(WtconvPlan, RuleTilesBalancePlanesPerItem) {
+  auto problem = [](int64_t B, int64_t C, int64_t H, int64_t W, int k, int L) {
+    WtconvProblem p;
+    p.batch = B; p.channels = C; p.height = H; p.width = W; p.kernel_size = k; p.levels = L;
+    return p;
+  };
+  // wtcnx_s1 (28 x 28 planes in 32 x 32 tiles): 2 planes per item where the rule gives 1.
+  const WtconvPlan s1 = make_wtconv_plan(problem(64, 192, 28, 28, 5, 4));
+  EXPECT_EQ(s1.fwd_base.np, 2);
+  EXPECT_EQ(s1.bwd_base.np, 2);
+  // wtcnx_s2: 6 where the rule gives 4 (8 would leave 8 items over 6 blocks).
+  const WtconvPlan s2 = make_wtconv_plan(problem(64, 384, 14, 14, 5, 3));
+  EXPECT_EQ(s2.fwd_base.np, 6);
+  EXPECT_EQ(s2.bwd_base.np, 6);
+  // k = 11 on the same planes: the forward's 6 planes model only 3% cheaper, so the rule's 4 stay.
+  const WtconvPlan k11 = make_wtconv_plan(problem(64, 384, 14, 14, 11, 2));
+  EXPECT_EQ(k11.fwd_base.np, 4);
+  EXPECT_EQ(k11.bwd_base.np, 4);
+  WtconvTileHint hint;
+  hint.fwd_th = 32; hint.fwd_tw = 32; hint.bwd_th = 16; hint.bwd_tw = 16;
+  const WtconvPlan hinted = make_wtconv_plan(problem(64, 192, 28, 28, 5, 4), hint);
+  EXPECT_EQ(hinted.fwd_base.np, 1);
+  EXPECT_EQ(hinted.bwd_base.np, 1);
+  // Random problems: never fewer planes or resident blocks than the rule, and more planes only
+  // where the modelled busiest block costs at least 5% less.
+  std::mt19937 rng(31);
+  int balanced = 0;
+  for (int n = 0; n < 3000; ++n) {
+    const WtconvProblem p = random_problem(rng);
+    if (!wtconv_validate(p).ok()) continue;
+    SCOPED_TRACE(describe(p));
+    const WtconvPlan plan = make_wtconv_plan(p);
+    const int64_t B = p.batch, C = p.channels, k = plan.k, s = plan.stride;
+    const WtconvTile f1 = pick_fwd_base_tile(B, C, plan.Ho, plan.Wo, plan.k, plan.stride);
+    const WtconvTile f2 = pick_fwd_base_tile(B, C, plan.Ho, plan.Wo, plan.k, plan.stride, 0, 0, 2, true);
+    const WtconvTile b1 = pick_bwd_base_tile(B, C, plan.hl[1], plan.wl[1], plan.k);
+    const WtconvTile b2 = pick_bwd_base_tile(B, C, plan.hl[1], plan.wl[1], plan.k, 0, 0, 2, true);
+    EXPECT_GE(f2.np, f1.np);
+    EXPECT_GE(b2.np, b1.np);
+    EXPECT_GE(resident_blocks(f2.smem, fwd_base_blocks_per_sm(plan.k)),
+              resident_blocks(f1.smem, fwd_base_blocks_per_sm(plan.k)));
+    EXPECT_GE(resident_blocks(b2.smem, bwd_base_blocks_per_sm(plan.k)),
+              resident_blocks(b1.smem, bwd_base_blocks_per_sm(plan.k)));
+    const int64_t fo = item_overhead_cells(int(k), kItemOverheadOutputs);
+    const int64_t bo = item_overhead_cells(int(k), kItemOverheadOutputs / 4);
+    if (f2.np > f1.np)
+      EXPECT_LE(20 * busiest_block_cells(f2, B, C, plan.Ho, plan.Wo, s * s, fo),
+                19 * busiest_block_cells(f1, B, C, plan.Ho, plan.Wo, s * s, fo));
+    if (b2.np > b1.np)
+      EXPECT_LE(20 * busiest_block_cells(b2, B, C, plan.hl[1], plan.wl[1], 4, bo),
+                19 * busiest_block_cells(b1, B, C, plan.hl[1], plan.wl[1], 4, bo));
+    balanced += f2.np > f1.np || b2.np > b1.np;
+  }
+  EXPECT_GT(balanced, 50);
+}
+
 TEST(WtconvPlan, CascadePlaneTiles) {
   // Planes that fit one tile of at most 32 x 32 take the smallest tile covering them, never below
   // 2^levels; larger planes have none (the band path).

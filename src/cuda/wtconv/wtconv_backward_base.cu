@@ -643,18 +643,18 @@ cudaError_t launch_backward_base(const BwdBaseArgs<T>& args, size_t smem, cudaSt
     if (a.fuse2) return cudaErrorNotSupported;  // the plan fuses only sizes with that instance (bwd_fused_smem)
     // The plane-tile or tiled instance (kOnly: the k = 1 ones, bwd_base_blocks_per_sm), either with
     // its dx jobs in halves at runtime k.
-    if constexpr (K == 0 && kOnly == 0) {
-      if (bwd_dx_half_jobs(a.k, a.g.th, a.g.tw, a.g.np)) {
-        if (a.plane_tile)
-          return launch_with_smem(backward_base_kernel<T, K, false, false, false, true, kOnly, true>, blocks, smem,
-                                  stream, a);
-        return launch_with_smem(backward_base_kernel<T, K, false, false, false, false, kOnly, true>, blocks, smem,
+    const auto plane_or_tiled = [&](auto halves) {
+      constexpr bool kHalves = decltype(halves)::value;
+      if (a.plane_tile)
+        return launch_with_smem(backward_base_kernel<T, K, false, false, false, true, kOnly, kHalves>, blocks, smem,
                                 stream, a);
-      }
+      return launch_with_smem(backward_base_kernel<T, K, false, false, false, false, kOnly, kHalves>, blocks, smem,
+                              stream, a);
+    };
+    if constexpr (K == 0 && kOnly == 0) {
+      if (bwd_dx_half_jobs(a.k, a.g.th, a.g.tw, a.g.np)) return plane_or_tiled(std::true_type{});
     }
-    if (a.plane_tile)
-      return launch_with_smem(backward_base_kernel<T, K, false, false, false, true, kOnly>, blocks, smem, stream, a);
-    return launch_with_smem(backward_base_kernel<T, K, false, false, false, false, kOnly>, blocks, smem, stream, a);
+    return plane_or_tiled(std::false_type{});
   });
 }
 

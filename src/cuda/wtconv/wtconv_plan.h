@@ -552,6 +552,46 @@ inline void scale_planes(WtconvTile& t, int64_t B, int64_t want, int bound, Byte
   while (t.np > rule && (bytes() > kSmemBudget || resident_blocks(bytes(), bound) < blocks)) --t.np;
 }
 
+// An item's fixed cost in the base kernels at k <= 5, in outputs (the backward's, in level-1
+// coefficients, is a quarter), fitted to note 118's measurements: wtcnx_s2 lost at 8 planes per item
+// against 4, and wtcnx_s1, z5 and z8 gained at 2 against 1. The fixed cost (a barrier, the first
+// staging not hidden behind work) does not grow with k while an output's work does (k^2 FMAs), so
+// above k = 5 it shrinks as 25 / k^2 outputs (item_overhead_cells).
+constexpr int64_t kItemOverheadOutputs = 512;
+
+inline int64_t item_overhead_cells(int k, int64_t at_k5) { return k <= 5 ? at_k5 : at_k5 * 25 / (int64_t(k) * k); }
+
+// What a channel's busiest block spends on its items, in cells (outputs or coefficients):
+// ceil(items / splits) items, each its np planes of th x tw cells plus the fixed cost `overhead`,
+// with the items and splits finish_tile gives.
+inline int64_t busiest_block_cells(WtconvTile t, int64_t B, int64_t C, int64_t gh, int64_t gw, int64_t cell_pixels,
+                                   int64_t overhead) {
+  finish_tile(t, B, C, gh, gw, cell_pixels);
+  return ceil_div(t.items, t.splits) * (int64_t(t.np) * t.th * t.tw + overhead);
+}
+
+// scale_planes for the rule's own tiles: of the planes per item from the rule's up to `want`
+// that keep the budget and the resident blocks, the one whose busiest block costs least (cost();
+// the fewest planes on a tie), taken only when it costs at least 5% less than the rule's. Fewer,
+// larger items over the same splits can leave the last blocks' share uneven: wtcnx_s2's backward
+// at 8 planes per item ran 8 items over 6 blocks. The margin stands for what the cost leaves out:
+// z11 (k = 11) modelled 3% cheaper at 6 planes per item than at 4 and its forward ran 4.5% slower.
+template <typename Bytes, typename Cost>
+inline void balance_planes(WtconvTile& t, int64_t B, int64_t want, int bound, Bytes bytes, Cost cost) {
+  const int rule = t.np;
+  const size_t blocks = resident_blocks(bytes(), bound);
+  const int64_t rule_cost = cost();
+  int best = rule;
+  int64_t best_cost = rule_cost;
+  for (int np = rule + 1; np <= std::min(want, B); ++np) {
+    t.np = np;
+    if (bytes() > kSmemBudget || resident_blocks(bytes(), bound) < blocks) break;
+    const int64_t c = cost();
+    if (c < best_cost) best = np, best_cost = c;
+  }
+  t.np = 20 * best_cost <= 19 * rule_cost ? best : rule;
+}
+
 // log2 of the square tile that holds a whole plane for the cascade's kPlane path: the smallest
 // power of two covering the plane and at least 2^levels (every level of the tile stays aligned),
 // or -1 when the plane is larger than 32 x 32. Larger planes take the band path
@@ -581,7 +621,7 @@ inline WtconvTile pick_level_tile(bool backward, int64_t B, int64_t C, int64_t g
 // th, tw > 0: that tile instead of the rule's (before the shared-memory fit); for tile sweeps.
 // item_scale: item_scale x 1024 outputs per item, in planes (kFittedItemScale for sized tiles).
 inline WtconvTile pick_fwd_base_tile(int64_t B, int64_t C, int64_t Ho, int64_t Wo, int k, int s, int th = 0,
-                                     int tw = 0, int item_scale = 1) {
+                                     int tw = 0, int item_scale = 1, bool balanced = false) {
   WtconvTile t;
   const int cap = s >= 32 ? 1 : 32 / s;
   // Twice as wide as tall: halves the halo share of the staging and the per-item overhead
@@ -590,7 +630,11 @@ inline WtconvTile pick_fwd_base_tile(int64_t B, int64_t C, int64_t Ho, int64_t W
   t.tw = tw > 0 ? tw : pow2_at_least(Wo, 2 * cap);
   const auto bytes = [&] { return fwd_base_smem_floats(k, s, t.th, t.tw, t.np) * 4; };
   fit_tile(t, B, 1024 / (t.th * t.tw), bytes);
-  if (item_scale > 1) scale_planes(t, B, item_scale * 1024 / (t.th * t.tw), fwd_base_blocks_per_sm(k), bytes);
+  if (item_scale > 1 && balanced)
+    balance_planes(t, B, item_scale * 1024 / (t.th * t.tw), fwd_base_blocks_per_sm(k), bytes,
+                   [&] { return busiest_block_cells(t, B, C, Ho, Wo, int64_t(s) * s, item_overhead_cells(k, kItemOverheadOutputs)); });
+  else if (item_scale > 1)
+    scale_planes(t, B, item_scale * 1024 / (t.th * t.tw), fwd_base_blocks_per_sm(k), bytes);
   t.smem = bytes();
   finish_tile(t, B, C, Ho, Wo, int64_t(s) * s);
   return t;
@@ -598,7 +642,7 @@ inline WtconvTile pick_fwd_base_tile(int64_t B, int64_t C, int64_t Ho, int64_t W
 
 // item_scale: item_scale x 256 level-1 coefficients per item, in planes (as the forward's).
 inline WtconvTile pick_bwd_base_tile(int64_t B, int64_t C, int64_t h1, int64_t w1, int k, int th = 0, int tw = 0,
-                                     int item_scale = 1) {
+                                     int item_scale = 1, bool balanced = false) {
   WtconvTile t;
   // 16 x 32 coefficients (32 x 64 pixels), wide for the same reason as the forward tile.
   t.th = th > 0 ? th : pow2_at_least(h1, 16);
@@ -607,7 +651,10 @@ inline WtconvTile pick_bwd_base_tile(int64_t B, int64_t C, int64_t h1, int64_t w
   const auto plain = [&] { return 2 * (t.tw + 2 * (k / 2)); };
   fit_tile(t, B, kBlockThreads / (t.th * t.tw), [&] { return bytes(plain()); });
   const int bound = bwd_base_blocks_per_sm(k);
-  if (item_scale > 1)
+  if (item_scale > 1 && balanced)
+    balance_planes(t, B, item_scale * kBlockThreads / (t.th * t.tw), bound, [&] { return bytes(plain()); },
+                   [&] { return busiest_block_cells(t, B, C, h1, w1, 4, item_overhead_cells(k, kItemOverheadOutputs / 4)); });
+  else if (item_scale > 1)
     scale_planes(t, B, item_scale * kBlockThreads / (t.th * t.tw), bound, [&] { return bytes(plain()); });
   // The runtime-k instance takes the largest tile that keeps its launch bound's resident blocks
   // (docs/wtconv.md, perf notes 46 and 97).
@@ -733,20 +780,24 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p, const WtconvTileHint&
   };
   const int kk = plan.k * plan.k;
 
-  auto set_fwd_base = [&](int th, int tw, int item_scale = 1) {
-    plan.fwd_base = pick_fwd_base_tile(plan.B, plan.C, plan.Ho, plan.Wo, plan.k, plan.stride, th, tw, item_scale);
+  auto set_fwd_base = [&](int th, int tw, int item_scale = 1, bool balanced = false) {
+    plan.fwd_base =
+        pick_fwd_base_tile(plan.B, plan.C, plan.Ho, plan.Wo, plan.k, plan.stride, th, tw, item_scale, balanced);
     plan.fwd_base_tma_smem = fwd_base_tma_smem(plan.fwd_base, plan.W, plan.k, plan.stride, int(plan.chain_bytes),
                                                fwd_base_blocks_per_sm(plan.k));
     plan.fwd_fused_smem = fwd_fused_smem(plan.fwd_base, plan.L, plan.W, plan.k, plan.stride, int(plan.chain_bytes),
                                          fwd_base_blocks_per_sm(plan.k));
   };
-  auto set_bwd_base = [&](int th, int tw, int item_scale = 1) {
-    plan.bwd_base = pick_bwd_base_tile(plan.B, plan.C, plan.hl[1], plan.wl[1], plan.k, th, tw, item_scale);
+  auto set_bwd_base = [&](int th, int tw, int item_scale = 1, bool balanced = false) {
+    plan.bwd_base = pick_bwd_base_tile(plan.B, plan.C, plan.hl[1], plan.wl[1], plan.k, th, tw, item_scale, balanced);
     plan.bwd_base_tma_smem = bwd_base_tma_smem(plan.bwd_base, plan.W, plan.k, int(plan.chain_bytes));
     plan.bwd_fused_smem = bwd_fused_smem(plan.bwd_base, plan.L, plan.W, plan.k, int(plan.chain_bytes));
   };
-  set_fwd_base(hint.fwd_th, hint.fwd_tw);
-  set_bwd_base(hint.bwd_th, hint.bwd_tw);
+  // The rule's tiles take up to twice its planes per item where the busiest block's cost says so
+  // (balance_planes); a tile asked for through the hint keeps the unscaled rule.
+  const bool fwd_rule = hint.fwd_th == 0 && hint.fwd_tw == 0, bwd_rule = hint.bwd_th == 0 && hint.bwd_tw == 0;
+  set_fwd_base(hint.fwd_th, hint.fwd_tw, fwd_rule ? 2 : 1, true);
+  set_bwd_base(hint.bwd_th, hint.bwd_tw, bwd_rule ? 2 : 1, true);
   // A plane the rule's tile covers poorly takes the tile sized to it (fitted_tile_extent): the
   // stride-1 forward and the backward, staged with or without TMA. A fused kernel keeps its tile
   // (fixed-tile instances; halved, the fused forward ran 1.3-1.5x slower, note 65), so a change
