@@ -777,18 +777,50 @@ TEST(WtconvPlan, PoorlyCoveredPlanesTakeFittedBaseTiles) {
     }
 }
 
+// A stride-1 fp32 problem.
+WtconvProblem stride1_problem(int64_t B, int64_t C, int64_t H, int64_t W, int k, int L) {
+  WtconvProblem p;
+  p.batch = B; p.channels = C; p.height = H; p.width = W; p.kernel_size = k; p.levels = L;
+  return p;
+}
+
+// A base tile with more planes per item than the rule gives (`more` against `rule`, forward or
+// backward) has at least the rule's planes and keeps the rule's resident blocks; true when it
+// took more planes.
+bool expect_more_planes_keep_blocks(const WtconvTile& more, const WtconvTile& rule, int blocks_per_sm) {
+  EXPECT_GE(more.np, rule.np);
+  EXPECT_GE(resident_blocks(more.smem, blocks_per_sm), resident_blocks(rule.smem, blocks_per_sm));
+  return more.np > rule.np;
+}
+
+// Calls check(problem, plan) for each valid one of `draws` random problems (SCOPED_TRACE'd).
+template <typename Check>
+void for_random_plans(uint32_t seed, int draws, Check check) {
+  std::mt19937 rng(seed);
+  for (int n = 0; n < draws; ++n) {
+    const WtconvProblem p = random_problem(rng);
+    if (!wtconv_validate(p).ok()) continue;
+    SCOPED_TRACE(describe(p));
+    check(p, make_wtconv_plan(p));
+  }
+}
+
+// A base tile asked for through the hint keeps the unscaled rule: here, one plane per item.
+void expect_hinted_tiles_take_one_plane(const WtconvProblem& p, int fwd_th, int fwd_tw, int bwd_th, int bwd_tw) {
+  WtconvTileHint hint;
+  hint.fwd_th = fwd_th; hint.fwd_tw = fwd_tw; hint.bwd_th = bwd_th; hint.bwd_tw = bwd_tw;
+  const WtconvPlan hinted = make_wtconv_plan(p, hint);
+  EXPECT_EQ(hinted.fwd_base.np, 1);
+  EXPECT_EQ(hinted.bwd_base.np, 1);
+}
+
 // A sized tile takes twice the planes per item the rule gives a tile of its size
 // (kFittedItemScale: about 2048 outputs or 512 coefficients per item), unless that costs its
 // kernel a resident block; a tile asked for through the hint keeps the unscaled rule.
 TEST(WtconvPlan, FittedTilesTakeMorePlanesPerItem) {
-  auto problem = [](int64_t B, int64_t C, int64_t H, int64_t W, int k, int L) {
-    WtconvProblem p;
-    p.batch = B; p.channels = C; p.height = H; p.width = W; p.kernel_size = k; p.levels = L;
-    return p;
-  };
   // 9 x 65 (z1 of the sixth random set): 16 x 40 outputs, 640 per plane: 3 planes where the
   // unscaled rule gave 1; 8 x 20 coefficients, 160 per plane: 3 where it gave 1.
-  const WtconvPlan z1 = make_wtconv_plan(problem(32, 512, 9, 65, 5, 1));
+  const WtconvPlan z1 = make_wtconv_plan(stride1_problem(32, 512, 9, 65, 5, 1));
   EXPECT_EQ(z1.fwd_base.th, 16);
   EXPECT_EQ(z1.fwd_base.tw, 40);
   EXPECT_EQ(z1.fwd_base.np, 3);
@@ -796,94 +828,63 @@ TEST(WtconvPlan, FittedTilesTakeMorePlanesPerItem) {
   EXPECT_EQ(z1.bwd_base.tw, 20);
   EXPECT_EQ(z1.bwd_base.np, 3);
   // The hint's tile: the unscaled rule (one plane per item).
-  WtconvTileHint hint;
-  hint.fwd_th = 16; hint.fwd_tw = 40; hint.bwd_th = 8; hint.bwd_tw = 20;
-  const WtconvPlan hinted = make_wtconv_plan(problem(32, 512, 9, 65, 5, 1), hint);
-  EXPECT_EQ(hinted.fwd_base.np, 1);
-  EXPECT_EQ(hinted.bwd_base.np, 1);
+  expect_hinted_tiles_take_one_plane(stride1_problem(32, 512, 9, 65, 5, 1), 16, 40, 8, 20);
   // 69 x 73 (u11): 24 x 40 outputs and 12 x 20 coefficients, 2 planes each.
-  const WtconvPlan u11 = make_wtconv_plan(problem(16, 384, 69, 73, 3, 2));
+  const WtconvPlan u11 = make_wtconv_plan(stride1_problem(16, 384, 69, 73, 3, 2));
   EXPECT_EQ(u11.fwd_base.np, 2);
   EXPECT_EQ(u11.bwd_base.np, 2);
   // Random problems: a fitted tile never has fewer planes than the unscaled rule gives the same
   // tile, nor fewer resident blocks.
-  std::mt19937 rng(29);
   int scaled = 0;
-  for (int n = 0; n < 3000; ++n) {
-    const WtconvProblem p = random_problem(rng);
-    if (!wtconv_validate(p).ok()) continue;
-    SCOPED_TRACE(describe(p));
-    const WtconvPlan plan = make_wtconv_plan(p);
+  for_random_plans(29, 3000, [&](const WtconvProblem& p, const WtconvPlan& plan) {
     const WtconvTile f1 = pick_fwd_base_tile(p.batch, p.channels, plan.Ho, plan.Wo, plan.k, plan.stride,
                                              plan.fwd_base.th, plan.fwd_base.tw);
     const WtconvTile b1 =
         pick_bwd_base_tile(p.batch, p.channels, plan.hl[1], plan.wl[1], plan.k, plan.bwd_base.th, plan.bwd_base.tw);
-    EXPECT_GE(plan.fwd_base.np, f1.np);
-    EXPECT_GE(plan.bwd_base.np, b1.np);
-    EXPECT_GE(resident_blocks(plan.fwd_base.smem, fwd_base_blocks_per_sm(plan.k)),
-              resident_blocks(f1.smem, fwd_base_blocks_per_sm(plan.k)));
-    EXPECT_GE(resident_blocks(plan.bwd_base.smem, bwd_base_blocks_per_sm(plan.k)),
-              resident_blocks(b1.smem, bwd_base_blocks_per_sm(plan.k)));
-    scaled += plan.fwd_base.np > f1.np || plan.bwd_base.np > b1.np;
-  }
+    const bool fwd = expect_more_planes_keep_blocks(plan.fwd_base, f1, fwd_base_blocks_per_sm(plan.k));
+    const bool bwd = expect_more_planes_keep_blocks(plan.bwd_base, b1, bwd_base_blocks_per_sm(plan.k));
+    scaled += fwd || bwd;
+  });
   EXPECT_GT(scaled, 50);
 }
 
 // The rule's own tiles take up to twice its planes per item where the busiest block's modelled
 // cost falls by at least 5% (balance_planes); a tile asked for through the hint keeps the rule.
 TEST(WtconvPlan, RuleTilesBalancePlanesPerItem) {
-  auto problem = [](int64_t B, int64_t C, int64_t H, int64_t W, int k, int L) {
-    WtconvProblem p;
-    p.batch = B; p.channels = C; p.height = H; p.width = W; p.kernel_size = k; p.levels = L;
-    return p;
-  };
   // wtcnx_s1 (28 x 28 planes in 32 x 32 tiles): 2 planes per item where the rule gives 1.
-  const WtconvPlan s1 = make_wtconv_plan(problem(64, 192, 28, 28, 5, 4));
+  const WtconvPlan s1 = make_wtconv_plan(stride1_problem(64, 192, 28, 28, 5, 4));
   EXPECT_EQ(s1.fwd_base.np, 2);
   EXPECT_EQ(s1.bwd_base.np, 2);
   // wtcnx_s2: 6 where the rule gives 4 (8 would leave 8 items over 6 blocks).
-  const WtconvPlan s2 = make_wtconv_plan(problem(64, 384, 14, 14, 5, 3));
+  const WtconvPlan s2 = make_wtconv_plan(stride1_problem(64, 384, 14, 14, 5, 3));
   EXPECT_EQ(s2.fwd_base.np, 6);
   EXPECT_EQ(s2.bwd_base.np, 6);
   // k = 11 on the same planes: the forward's 6 planes model only 3% cheaper, so the rule's 4 stay.
-  const WtconvPlan k11 = make_wtconv_plan(problem(64, 384, 14, 14, 11, 2));
+  const WtconvPlan k11 = make_wtconv_plan(stride1_problem(64, 384, 14, 14, 11, 2));
   EXPECT_EQ(k11.fwd_base.np, 4);
   EXPECT_EQ(k11.bwd_base.np, 4);
-  WtconvTileHint hint;
-  hint.fwd_th = 32; hint.fwd_tw = 32; hint.bwd_th = 16; hint.bwd_tw = 16;
-  const WtconvPlan hinted = make_wtconv_plan(problem(64, 192, 28, 28, 5, 4), hint);
-  EXPECT_EQ(hinted.fwd_base.np, 1);
-  EXPECT_EQ(hinted.bwd_base.np, 1);
+  expect_hinted_tiles_take_one_plane(stride1_problem(64, 192, 28, 28, 5, 4), 32, 32, 16, 16);
   // Random problems: never fewer planes or resident blocks than the rule, and more planes only
   // where the modelled busiest block costs at least 5% less.
-  std::mt19937 rng(31);
   int balanced = 0;
-  for (int n = 0; n < 3000; ++n) {
-    const WtconvProblem p = random_problem(rng);
-    if (!wtconv_validate(p).ok()) continue;
-    SCOPED_TRACE(describe(p));
-    const WtconvPlan plan = make_wtconv_plan(p);
+  for_random_plans(31, 3000, [&](const WtconvProblem& p, const WtconvPlan& plan) {
     const int64_t B = p.batch, C = p.channels, k = plan.k, s = plan.stride;
     const WtconvTile f1 = pick_fwd_base_tile(B, C, plan.Ho, plan.Wo, plan.k, plan.stride);
     const WtconvTile f2 = pick_fwd_base_tile(B, C, plan.Ho, plan.Wo, plan.k, plan.stride, 0, 0, 2, true);
     const WtconvTile b1 = pick_bwd_base_tile(B, C, plan.hl[1], plan.wl[1], plan.k);
     const WtconvTile b2 = pick_bwd_base_tile(B, C, plan.hl[1], plan.wl[1], plan.k, 0, 0, 2, true);
-    EXPECT_GE(f2.np, f1.np);
-    EXPECT_GE(b2.np, b1.np);
-    EXPECT_GE(resident_blocks(f2.smem, fwd_base_blocks_per_sm(plan.k)),
-              resident_blocks(f1.smem, fwd_base_blocks_per_sm(plan.k)));
-    EXPECT_GE(resident_blocks(b2.smem, bwd_base_blocks_per_sm(plan.k)),
-              resident_blocks(b1.smem, bwd_base_blocks_per_sm(plan.k)));
+    const bool fwd = expect_more_planes_keep_blocks(f2, f1, fwd_base_blocks_per_sm(plan.k));
+    const bool bwd = expect_more_planes_keep_blocks(b2, b1, bwd_base_blocks_per_sm(plan.k));
     const int64_t fo = item_overhead_cells(int(k), kItemOverheadOutputs);
     const int64_t bo = item_overhead_cells(int(k), kItemOverheadOutputs / 4);
-    if (f2.np > f1.np)
+    if (fwd)
       EXPECT_LE(20 * busiest_block_cells(f2, B, C, plan.Ho, plan.Wo, s * s, fo),
                 19 * busiest_block_cells(f1, B, C, plan.Ho, plan.Wo, s * s, fo));
-    if (b2.np > b1.np)
+    if (bwd)
       EXPECT_LE(20 * busiest_block_cells(b2, B, C, plan.hl[1], plan.wl[1], 4, bo),
                 19 * busiest_block_cells(b1, B, C, plan.hl[1], plan.wl[1], 4, bo));
-    balanced += f2.np > f1.np || b2.np > b1.np;
-  }
+    balanced += fwd || bwd;
+  });
   EXPECT_GT(balanced, 50);
 }
 
