@@ -15,6 +15,11 @@
 // With WTCONV_SWEEP_GRID=1 only the backward runs, over every tile from the start tile down to 4 x 8
 // coefficients in steps of 2 x 4 (the landscape a backward tile rule is fitted to).
 //
+// With WTCONV_SWEEP_NP=1 each pass keeps the planner's tile and takes 1, 2, ... planes per item
+// (WtconvTileHint::fwd_np, bwd_np) up to the batch or max(4, 3x the planner's), and each line adds
+// the items per channel, the splits, the resident blocks per SM and the planner's modelled cost of
+// the busiest block (busiest_block_cells; the data a planes-per-item rule is fitted to).
+//
 // Prints: shape dtype pass tile np ms vs_first kept max_rel_diff (vs_first: against the first
 // tile, the power-of-two start; kept: the share of the computed outputs or coefficients inside the
 // plane).
@@ -156,7 +161,12 @@ std::vector<std::pair<int, int>> fitted_tiles(int64_t gh, int64_t gw, int th0, i
   return out;
 }
 
-bool fit_mode = false, grid_mode = false;
+bool fit_mode = false, grid_mode = false, np_mode = false;
+
+// One timed case: a base tile and its planes per item (0: the planner's).
+struct Case {
+  int th, tw, np;
+};
 
 void sweep(const Shape& s, Precision prec, int iters) {
   WtconvProblem p = s.p;
@@ -206,26 +216,32 @@ void sweep(const Shape& s, Precision prec, int iters) {
     const int tw0 = backward ? pow2_at_least(rule.wl[1], 32) : pow2_at_least(rule.Wo, 64);
     const WtconvTile& chosen = backward ? rule.bwd_base : rule.fwd_base;
     const int min_th = backward ? 4 : 8, min_tw = 8;
-    std::vector<std::pair<int, int>> tiles;
-    if (grid_mode) {
+    std::vector<Case> cases;
+    if (np_mode) {
+      const int64_t np_max = std::min<int64_t>(p.batch, std::max(4, 3 * chosen.np));
+      for (int np = 1; np <= np_max; ++np) cases.push_back({chosen.th, chosen.tw, np});
+    } else if (grid_mode) {
       for (int th = th0; th >= min_th; th -= 2)
-        for (int tw = tw0; tw >= min_tw; tw -= 4) tiles.push_back({th, tw});
+        for (int tw = tw0; tw >= min_tw; tw -= 4) cases.push_back({th, tw, 0});
     } else if (!fit_mode) {
       for (int th = th0; th >= min_th; th /= 2)
-        for (int tw = tw0; tw >= min_tw; tw /= 2) tiles.push_back({th, tw});
+        for (int tw = tw0; tw >= min_tw; tw /= 2) cases.push_back({th, tw, 0});
     } else {
       const int64_t gh = backward ? rule.hl[1] : rule.Ho, gw = backward ? rule.wl[1] : rule.Wo;
-      tiles = fitted_tiles(gh, gw, th0, tw0, chosen.th, chosen.tw, backward);
+      for (const auto& tile : fitted_tiles(gh, gw, th0, tw0, chosen.th, chosen.tw, backward))
+        cases.push_back({tile.first, tile.second, 0});
     }
     double first_ms = 0;
-    for (const auto& tile : tiles) {
-      const int th = tile.first, tw = tile.second;
+    for (const Case& c : cases) {
+      const int th = c.th, tw = c.tw;
       WtconvTileHint h;
       (backward ? h.bwd_th : h.fwd_th) = th;
       (backward ? h.bwd_tw : h.fwd_tw) = tw;
+      (backward ? h.bwd_np : h.fwd_np) = c.np;
       const WtconvRun r = run_of(h, backward);
       const WtconvTile& t = backward ? r.plan.bwd_base : r.plan.fwd_base;
       if (t.th != th || t.tw != tw) continue;  // shrunk by the shared-memory fit: not this tile
+      if (c.np > 0 && t.np != c.np) continue;  // past the shared-memory budget
       DevBuf ws(r.bytes);
       auto call = [&] {
         if (backward)
@@ -250,9 +266,19 @@ void sweep(const Shape& s, Precision prec, int iters) {
       const double ms = strip_bench::median_ms(call, iters);  // the checked call above warmed up
       if (first_ms == 0) first_ms = ms;
       const int64_t gh = backward ? r.plan.hl[1] : r.plan.Ho, gw = backward ? r.plan.wl[1] : r.plan.Wo;
-      std::printf("%-28s %s %s %2dx%-3d np %-2d %8.4f %6.3f %5.2f %9.2e%s\n", s.name.c_str(), dt,
-                  backward ? "bwd" : "fwd", th, tw, t.np, ms, ms / first_ms, kept(t, gh, gw), diff,
-                  th == chosen.th && tw == chosen.tw ? "  rule" : "");
+      const bool planner = th == chosen.th && tw == chosen.tw && (c.np == 0 || c.np == chosen.np);
+      std::printf("%-28s %s %s %2dx%-3d np %-2d %8.4f %6.3f %5.2f %9.2e", s.name.c_str(), dt,
+                  backward ? "bwd" : "fwd", th, tw, t.np, ms, ms / first_ms, kept(t, gh, gw), diff);
+      if (np_mode) {
+        const int k = r.plan.k;
+        const int64_t model =
+            backward ? busiest_block_cells(t, p.batch, C, gh, gw, 4, item_overhead_cells(k, kItemOverheadOutputs / 4))
+                     : busiest_block_cells(t, p.batch, C, gh, gw, 1, item_overhead_cells(k, kItemOverheadOutputs));
+        const int bound = backward ? bwd_base_blocks_per_sm(k) : fwd_base_blocks_per_sm(k);
+        std::printf(" items %lld splits %d blocks/SM %zu model %lld", (long long)t.items, t.splits,
+                    resident_blocks(t.smem, bound), (long long)model);
+      }
+      std::printf("%s\n", planner ? "  rule" : "");
     }
   }
 }
@@ -268,6 +294,7 @@ int main(int argc, char** argv) {
   const int iters = argc > 3 ? std::atoi(argv[3]) : 20;
   fit_mode = std::getenv("WTCONV_SWEEP_FIT") != nullptr;
   grid_mode = std::getenv("WTCONV_SWEEP_GRID") != nullptr;
+  np_mode = std::getenv("WTCONV_SWEEP_NP") != nullptr;
   std::printf("%-28s %s %s %-5s %-5s %8s %6s %5s %9s\n", "shape", "dtype", "pass", "tile", "", "ms", "vs_first",
               "kept", "max_diff");
   for (const Shape& s : read_shapes(argv[1])) {

@@ -888,6 +888,42 @@ TEST(WtconvPlan, RuleTilesBalancePlanesPerItem) {
   EXPECT_GT(balanced, 50);
 }
 
+// Planes per item asked for through the hint (sweeps): taken exactly, at most the batch, fewer
+// only where the item would leave the shared-memory budget; with or without a hinted tile.
+TEST(WtconvPlan, HintedPlanesPerItem) {
+  WtconvTileHint hint;
+  hint.fwd_np = 3; hint.bwd_np = 5;
+  const WtconvPlan s2 = make_wtconv_plan(stride1_problem(64, 384, 14, 14, 5, 3), hint);
+  EXPECT_EQ(s2.fwd_base.np, 3);
+  EXPECT_EQ(s2.bwd_base.np, 5);
+  EXPECT_EQ(s2.fwd_base.bgroups, 22);
+  EXPECT_EQ(s2.bwd_base.bgroups, 13);
+  EXPECT_EQ(s2.fwd_base.smem, fwd_base_smem_floats(5, 1, s2.fwd_base.th, s2.fwd_base.tw, 3) * 4);
+  // With a hinted tile, and a runtime-k backward (k = 9), whose resident-block step is skipped.
+  hint.fwd_th = 8; hint.fwd_tw = 16; hint.bwd_th = 8; hint.bwd_tw = 8;
+  hint.fwd_np = 7; hint.bwd_np = 2;
+  const WtconvPlan k9 = make_wtconv_plan(stride1_problem(32, 64, 14, 14, 9, 2), hint);
+  EXPECT_EQ(k9.fwd_base.th, 8);
+  EXPECT_EQ(k9.fwd_base.tw, 16);
+  EXPECT_EQ(k9.fwd_base.np, 7);
+  EXPECT_EQ(k9.bwd_base.th, 8);
+  EXPECT_EQ(k9.bwd_base.np, 2);
+  // More than the batch: the batch.
+  WtconvTileHint many;
+  many.fwd_np = many.bwd_np = 100;
+  const WtconvPlan small_batch = make_wtconv_plan(stride1_problem(6, 32, 7, 7, 5, 2), many);
+  EXPECT_EQ(small_batch.fwd_base.np, 6);
+  EXPECT_EQ(small_batch.bwd_base.np, 6);
+  // Past the budget: as many as fit, at least one.
+  const WtconvPlan large = make_wtconv_plan(stride1_problem(64, 8, 512, 512, 5, 2), many);
+  EXPECT_GE(large.fwd_base.np, 1);
+  EXPECT_LT(large.fwd_base.np, 64);
+  EXPECT_LE(large.fwd_base.smem, kSmemBudget);
+  EXPECT_LE(large.bwd_base.smem, kSmemBudget);
+  EXPECT_GT(fwd_base_smem_floats(5, 1, large.fwd_base.th, large.fwd_base.tw, large.fwd_base.np + 1) * 4,
+            kSmemBudget);
+}
+
 TEST(WtconvPlan, CascadePlaneTiles) {
   // Planes that fit one tile of at most 32 x 32 take the smallest tile covering them, never below
   // 2^levels; larger planes have none (the band path).

@@ -552,6 +552,14 @@ inline void scale_planes(WtconvTile& t, int64_t B, int64_t want, int bound, Byte
   while (t.np > rule && (bytes() > kSmemBudget || resident_blocks(bytes(), bound) < blocks)) --t.np;
 }
 
+// Exactly `planes` per item (at most B), fewer only where the item would leave the shared-memory
+// budget: a sweep's request (WtconvTileHint::fwd_np, bwd_np), bypassing every rule.
+template <typename Bytes>
+inline void take_planes(WtconvTile& t, int64_t B, int planes, Bytes bytes) {
+  t.np = int(std::min<int64_t>(planes, B));
+  while (t.np > 1 && bytes() > kSmemBudget) --t.np;
+}
+
 // An item's fixed cost in the base kernels at k <= 5, in outputs (the backward's, in level-1
 // coefficients, is a quarter), fitted to note 118's measurements: wtcnx_s2 lost at 8 planes per item
 // against 4, and wtcnx_s1, z5 and z8 gained at 2 against 1. The fixed cost (a barrier, the first
@@ -620,8 +628,9 @@ inline WtconvTile pick_level_tile(bool backward, int64_t B, int64_t C, int64_t g
 
 // th, tw > 0: that tile instead of the rule's (before the shared-memory fit); for tile sweeps.
 // item_scale: item_scale x 1024 outputs per item, in planes (kFittedItemScale for sized tiles).
+// planes > 0: that many planes per item instead (take_planes); for sweeps.
 inline WtconvTile pick_fwd_base_tile(int64_t B, int64_t C, int64_t Ho, int64_t Wo, int k, int s, int th = 0,
-                                     int tw = 0, int item_scale = 1, bool balanced = false) {
+                                     int tw = 0, int item_scale = 1, bool balanced = false, int planes = 0) {
   WtconvTile t;
   const int cap = s >= 32 ? 1 : 32 / s;
   // Twice as wide as tall: halves the halo share of the staging and the per-item overhead
@@ -630,9 +639,12 @@ inline WtconvTile pick_fwd_base_tile(int64_t B, int64_t C, int64_t Ho, int64_t W
   t.tw = tw > 0 ? tw : pow2_at_least(Wo, 2 * cap);
   const auto bytes = [&] { return fwd_base_smem_floats(k, s, t.th, t.tw, t.np) * 4; };
   fit_tile(t, B, 1024 / (t.th * t.tw), bytes);
-  if (item_scale > 1 && balanced)
+  const int64_t overhead = item_overhead_cells(k, kItemOverheadOutputs);
+  if (planes > 0)
+    take_planes(t, B, planes, bytes);
+  else if (item_scale > 1 && balanced)
     balance_planes(t, B, item_scale * 1024 / (t.th * t.tw), fwd_base_blocks_per_sm(k), bytes,
-                   [&] { return busiest_block_cells(t, B, C, Ho, Wo, int64_t(s) * s, item_overhead_cells(k, kItemOverheadOutputs)); });
+                   [&] { return busiest_block_cells(t, B, C, Ho, Wo, int64_t(s) * s, overhead); });
   else if (item_scale > 1)
     scale_planes(t, B, item_scale * 1024 / (t.th * t.tw), fwd_base_blocks_per_sm(k), bytes);
   t.smem = bytes();
@@ -641,8 +653,9 @@ inline WtconvTile pick_fwd_base_tile(int64_t B, int64_t C, int64_t Ho, int64_t W
 }
 
 // item_scale: item_scale x 256 level-1 coefficients per item, in planes (as the forward's).
+// planes > 0: that many planes per item (take_planes; the runtime-k resident-block step skipped).
 inline WtconvTile pick_bwd_base_tile(int64_t B, int64_t C, int64_t h1, int64_t w1, int k, int th = 0, int tw = 0,
-                                     int item_scale = 1, bool balanced = false) {
+                                     int item_scale = 1, bool balanced = false, int planes = 0) {
   WtconvTile t;
   // 16 x 32 coefficients (32 x 64 pixels), wide for the same reason as the forward tile.
   t.th = th > 0 ? th : pow2_at_least(h1, 16);
@@ -651,14 +664,17 @@ inline WtconvTile pick_bwd_base_tile(int64_t B, int64_t C, int64_t h1, int64_t w
   const auto plain = [&] { return 2 * (t.tw + 2 * (k / 2)); };
   fit_tile(t, B, kBlockThreads / (t.th * t.tw), [&] { return bytes(plain()); });
   const int bound = bwd_base_blocks_per_sm(k);
-  if (item_scale > 1 && balanced)
+  const int64_t overhead = item_overhead_cells(k, kItemOverheadOutputs / 4);
+  if (planes > 0)
+    take_planes(t, B, planes, [&] { return bytes(plain()); });
+  else if (item_scale > 1 && balanced)
     balance_planes(t, B, item_scale * kBlockThreads / (t.th * t.tw), bound, [&] { return bytes(plain()); },
-                   [&] { return busiest_block_cells(t, B, C, h1, w1, 4, item_overhead_cells(k, kItemOverheadOutputs / 4)); });
+                   [&] { return busiest_block_cells(t, B, C, h1, w1, 4, overhead); });
   else if (item_scale > 1)
     scale_planes(t, B, item_scale * kBlockThreads / (t.th * t.tw), bound, [&] { return bytes(plain()); });
   // The runtime-k instance takes the largest tile that keeps its launch bound's resident blocks
   // (docs/wtconv.md, perf notes 46 and 97).
-  if (!specialised_kernel_size(k))
+  if (!specialised_kernel_size(k) && planes == 0)
     while (resident_blocks(bytes(plain()), bound) < size_t(bound) && (t.np > 1 || t.th * t.tw > 1)) shrink_tile(t);
   // Padded rows unless the padding costs a resident block (many small planes per block) or
   // leaves the budget.
@@ -758,6 +774,10 @@ inline int level_kernel_size(int k, int64_t h, int64_t w) {
 struct WtconvTileHint {
   int fwd_th = 0, fwd_tw = 0;  // forward base, outputs
   int bwd_th = 0, bwd_tw = 0;  // backward base, level-1 coefficients
+  // Planes per item for whichever base tile the plan takes (0: the planner's rules); at most the
+  // batch, fewer only where the item would leave the shared-memory budget. For sweeps
+  // (dev/cuda/wtconv_tile_sweep.cu, WTCONV_SWEEP_NP).
+  int fwd_np = 0, bwd_np = 0;
 };
 
 // Assumes wtconv_validate(problem) passed. The backward fields do not depend on the stride: the
@@ -781,15 +801,16 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p, const WtconvTileHint&
   const int kk = plan.k * plan.k;
 
   auto set_fwd_base = [&](int th, int tw, int item_scale = 1, bool balanced = false) {
-    plan.fwd_base =
-        pick_fwd_base_tile(plan.B, plan.C, plan.Ho, plan.Wo, plan.k, plan.stride, th, tw, item_scale, balanced);
+    plan.fwd_base = pick_fwd_base_tile(plan.B, plan.C, plan.Ho, plan.Wo, plan.k, plan.stride, th, tw, item_scale,
+                                       balanced, hint.fwd_np);
     plan.fwd_base_tma_smem = fwd_base_tma_smem(plan.fwd_base, plan.W, plan.k, plan.stride, int(plan.chain_bytes),
                                                fwd_base_blocks_per_sm(plan.k));
     plan.fwd_fused_smem = fwd_fused_smem(plan.fwd_base, plan.L, plan.W, plan.k, plan.stride, int(plan.chain_bytes),
                                          fwd_base_blocks_per_sm(plan.k));
   };
   auto set_bwd_base = [&](int th, int tw, int item_scale = 1, bool balanced = false) {
-    plan.bwd_base = pick_bwd_base_tile(plan.B, plan.C, plan.hl[1], plan.wl[1], plan.k, th, tw, item_scale, balanced);
+    plan.bwd_base =
+        pick_bwd_base_tile(plan.B, plan.C, plan.hl[1], plan.wl[1], plan.k, th, tw, item_scale, balanced, hint.bwd_np);
     plan.bwd_base_tma_smem = bwd_base_tma_smem(plan.bwd_base, plan.W, plan.k, int(plan.chain_bytes));
     plan.bwd_fused_smem = bwd_fused_smem(plan.bwd_base, plan.L, plan.W, plan.k, int(plan.chain_bytes));
   };
