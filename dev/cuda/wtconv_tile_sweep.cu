@@ -271,9 +271,7 @@ void sweep(const Shape& s, Precision prec, int iters) {
                   backward ? "bwd" : "fwd", th, tw, t.np, ms, ms / first_ms, kept(t, gh, gw), diff);
       if (np_mode) {
         const int k = r.plan.k;
-        const int64_t model =
-            backward ? busiest_block_cells(t, p.batch, C, gh, gw, 4, item_overhead_cells(k, kItemOverheadOutputs / 4))
-                     : busiest_block_cells(t, p.batch, C, gh, gw, 1, item_overhead_cells(k, kItemOverheadOutputs));
+        const int64_t model = base_tile_cost(t, backward, p.batch, C, gh, gw, k);
         const int bound = backward ? bwd_base_blocks_per_sm(k) : fwd_base_blocks_per_sm(k);
         std::printf(" items %lld splits %d blocks/SM %zu model %lld", (long long)t.items, t.splits,
                     resident_blocks(t.smem, bound), (long long)model);

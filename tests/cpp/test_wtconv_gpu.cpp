@@ -348,7 +348,7 @@ TEST(WtconvGpu, FittedTilesOnPoorlyCoveredPlanes) {
     run_case(2, 2, c.H, c.W, c.k, c.L, 1, c.prec, seed % 2 == 0, seed);
     ++seed;
   }
-  // Sized tiles take more planes per item (kFittedItemScale): 9 x 65 runs items of 3 planes, at
+  // Sized tiles take more planes per item (ItemPlanes::kScaled): 9 x 65 runs items of 3 planes, at
   // batch 5 the last one of 2; 36 x 30 (L = 5) items of 2, at batch 3 the last one of 1.
   struct Group { int B, H, W, L; Precision prec; int np; };
   const Group groups[] = {{5, 9, 65, 1, Precision::kFP32, 3}, {5, 9, 65, 2, Precision::kBF16, 3},

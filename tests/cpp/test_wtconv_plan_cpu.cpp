@@ -815,7 +815,7 @@ void expect_hinted_tiles_take_one_plane(const WtconvProblem& p, int fwd_th, int 
 }
 
 // A sized tile takes twice the planes per item the rule gives a tile of its size
-// (kFittedItemScale: about 2048 outputs or 512 coefficients per item), unless that costs its
+// (ItemPlanes::kScaled: about 2048 outputs or 512 coefficients per item), unless that costs its
 // kernel a resident block; a tile asked for through the hint keeps the unscaled rule.
 TEST(WtconvPlan, FittedTilesTakeMorePlanesPerItem) {
   // 9 x 65 (z1 of the sixth random set): 16 x 40 outputs, 640 per plane: 3 planes where the
@@ -868,21 +868,20 @@ TEST(WtconvPlan, RuleTilesBalancePlanesPerItem) {
   // where the modelled busiest block costs at least 5% less.
   int balanced = 0;
   for_random_plans(31, 3000, [&](const WtconvProblem& p, const WtconvPlan& plan) {
-    const int64_t B = p.batch, C = p.channels, k = plan.k, s = plan.stride;
+    const int64_t B = p.batch, C = p.channels;
     const WtconvTile f1 = pick_fwd_base_tile(B, C, plan.Ho, plan.Wo, plan.k, plan.stride);
-    const WtconvTile f2 = pick_fwd_base_tile(B, C, plan.Ho, plan.Wo, plan.k, plan.stride, 0, 0, 2, true);
+    const WtconvTile f2 =
+        pick_fwd_base_tile(B, C, plan.Ho, plan.Wo, plan.k, plan.stride, 0, 0, ItemPlanes::kBalanced);
     const WtconvTile b1 = pick_bwd_base_tile(B, C, plan.hl[1], plan.wl[1], plan.k);
-    const WtconvTile b2 = pick_bwd_base_tile(B, C, plan.hl[1], plan.wl[1], plan.k, 0, 0, 2, true);
+    const WtconvTile b2 = pick_bwd_base_tile(B, C, plan.hl[1], plan.wl[1], plan.k, 0, 0, ItemPlanes::kBalanced);
     const bool fwd = expect_more_planes_keep_blocks(f2, f1, fwd_base_blocks_per_sm(plan.k));
     const bool bwd = expect_more_planes_keep_blocks(b2, b1, bwd_base_blocks_per_sm(plan.k));
-    const int64_t fo = item_overhead_cells(int(k), kItemOverheadOutputs);
-    const int64_t bo = item_overhead_cells(int(k), kItemOverheadOutputs / 4);
     if (fwd)
-      EXPECT_LE(20 * busiest_block_cells(f2, B, C, plan.Ho, plan.Wo, s * s, fo),
-                19 * busiest_block_cells(f1, B, C, plan.Ho, plan.Wo, s * s, fo));
+      EXPECT_LE(20 * base_tile_cost(f2, false, B, C, plan.Ho, plan.Wo, plan.k, plan.stride),
+                19 * base_tile_cost(f1, false, B, C, plan.Ho, plan.Wo, plan.k, plan.stride));
     if (bwd)
-      EXPECT_LE(20 * busiest_block_cells(b2, B, C, plan.hl[1], plan.wl[1], 4, bo),
-                19 * busiest_block_cells(b1, B, C, plan.hl[1], plan.wl[1], 4, bo));
+      EXPECT_LE(20 * base_tile_cost(b2, true, B, C, plan.hl[1], plan.wl[1], plan.k),
+                19 * base_tile_cost(b1, true, B, C, plan.hl[1], plan.wl[1], plan.k));
     balanced += fwd || bwd;
   });
   EXPECT_GT(balanced, 50);

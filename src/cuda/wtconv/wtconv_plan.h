@@ -600,6 +600,24 @@ inline void balance_planes(WtconvTile& t, int64_t B, int64_t want, int bound, By
   t.np = 20 * best_cost <= 19 * rule_cost ? best : rule;
 }
 
+// balance_planes' cost of a base tile: its busiest block, the forward's in outputs (s^2 pixels
+// each), the backward's in level-1 coefficients, each with its fixed cost per item.
+inline int64_t base_tile_cost(const WtconvTile& t, bool backward, int64_t B, int64_t C, int64_t gh, int64_t gw, int k,
+                              int s = 1) {
+  return backward ? busiest_block_cells(t, B, C, gh, gw, 4, item_overhead_cells(k, kItemOverheadOutputs / 4))
+                  : busiest_block_cells(t, B, C, gh, gw, int64_t(s) * s, item_overhead_cells(k, kItemOverheadOutputs));
+}
+
+// The most planes per item a scaled or balanced base tile takes, in multiples of the rule's
+// target (fit_tile: 1024 outputs, 256 level-1 coefficients).
+constexpr int kItemScale = 2;
+
+// How a base tile's planes per item go past the rule's target: kRule does not (a tile asked for
+// through the hint); kScaled takes up to kItemScale times it while the kernel keeps its resident
+// blocks (scale_planes: the sized tiles, note 118); kBalanced takes, within the same bounds, the
+// count whose busiest block costs least (balance_planes: the rule's own tiles, note 119).
+enum class ItemPlanes { kRule, kScaled, kBalanced };
+
 // log2 of the square tile that holds a whole plane for the cascade's kPlane path: the smallest
 // power of two covering the plane and at least 2^levels (every level of the tile stays aligned),
 // or -1 when the plane is larger than 32 x 32. Larger planes take the band path
@@ -627,10 +645,10 @@ inline WtconvTile pick_level_tile(bool backward, int64_t B, int64_t C, int64_t g
 }
 
 // th, tw > 0: that tile instead of the rule's (before the shared-memory fit); for tile sweeps.
-// item_scale: item_scale x 1024 outputs per item, in planes (kFittedItemScale for sized tiles).
+// items: how the planes per item go past the rule's 1024 outputs (ItemPlanes).
 // planes > 0: that many planes per item instead (take_planes); for sweeps.
 inline WtconvTile pick_fwd_base_tile(int64_t B, int64_t C, int64_t Ho, int64_t Wo, int k, int s, int th = 0,
-                                     int tw = 0, int item_scale = 1, bool balanced = false, int planes = 0) {
+                                     int tw = 0, ItemPlanes items = ItemPlanes::kRule, int planes = 0) {
   WtconvTile t;
   const int cap = s >= 32 ? 1 : 32 / s;
   // Twice as wide as tall: halves the halo share of the staging and the per-item overhead
@@ -639,23 +657,23 @@ inline WtconvTile pick_fwd_base_tile(int64_t B, int64_t C, int64_t Ho, int64_t W
   t.tw = tw > 0 ? tw : pow2_at_least(Wo, 2 * cap);
   const auto bytes = [&] { return fwd_base_smem_floats(k, s, t.th, t.tw, t.np) * 4; };
   fit_tile(t, B, 1024 / (t.th * t.tw), bytes);
-  const int64_t overhead = item_overhead_cells(k, kItemOverheadOutputs);
+  const int64_t want = kItemScale * 1024 / (t.th * t.tw);
   if (planes > 0)
     take_planes(t, B, planes, bytes);
-  else if (item_scale > 1 && balanced)
-    balance_planes(t, B, item_scale * 1024 / (t.th * t.tw), fwd_base_blocks_per_sm(k), bytes,
-                   [&] { return busiest_block_cells(t, B, C, Ho, Wo, int64_t(s) * s, overhead); });
-  else if (item_scale > 1)
-    scale_planes(t, B, item_scale * 1024 / (t.th * t.tw), fwd_base_blocks_per_sm(k), bytes);
+  else if (items == ItemPlanes::kBalanced)
+    balance_planes(t, B, want, fwd_base_blocks_per_sm(k), bytes,
+                   [&] { return base_tile_cost(t, false, B, C, Ho, Wo, k, s); });
+  else if (items == ItemPlanes::kScaled)
+    scale_planes(t, B, want, fwd_base_blocks_per_sm(k), bytes);
   t.smem = bytes();
   finish_tile(t, B, C, Ho, Wo, int64_t(s) * s);
   return t;
 }
 
-// item_scale: item_scale x 256 level-1 coefficients per item, in planes (as the forward's).
+// items: how the planes per item go past the rule's 256 level-1 coefficients (ItemPlanes).
 // planes > 0: that many planes per item (take_planes; the runtime-k resident-block step skipped).
 inline WtconvTile pick_bwd_base_tile(int64_t B, int64_t C, int64_t h1, int64_t w1, int k, int th = 0, int tw = 0,
-                                     int item_scale = 1, bool balanced = false, int planes = 0) {
+                                     ItemPlanes items = ItemPlanes::kRule, int planes = 0) {
   WtconvTile t;
   // 16 x 32 coefficients (32 x 64 pixels), wide for the same reason as the forward tile.
   t.th = th > 0 ? th : pow2_at_least(h1, 16);
@@ -664,14 +682,14 @@ inline WtconvTile pick_bwd_base_tile(int64_t B, int64_t C, int64_t h1, int64_t w
   const auto plain = [&] { return 2 * (t.tw + 2 * (k / 2)); };
   fit_tile(t, B, kBlockThreads / (t.th * t.tw), [&] { return bytes(plain()); });
   const int bound = bwd_base_blocks_per_sm(k);
-  const int64_t overhead = item_overhead_cells(k, kItemOverheadOutputs / 4);
+  const int64_t want = kItemScale * kBlockThreads / (t.th * t.tw);
   if (planes > 0)
     take_planes(t, B, planes, [&] { return bytes(plain()); });
-  else if (item_scale > 1 && balanced)
-    balance_planes(t, B, item_scale * kBlockThreads / (t.th * t.tw), bound, [&] { return bytes(plain()); },
-                   [&] { return busiest_block_cells(t, B, C, h1, w1, 4, overhead); });
-  else if (item_scale > 1)
-    scale_planes(t, B, item_scale * kBlockThreads / (t.th * t.tw), bound, [&] { return bytes(plain()); });
+  else if (items == ItemPlanes::kBalanced)
+    balance_planes(t, B, want, bound, [&] { return bytes(plain()); },
+                   [&] { return base_tile_cost(t, true, B, C, h1, w1, k); });
+  else if (items == ItemPlanes::kScaled)
+    scale_planes(t, B, want, bound, [&] { return bytes(plain()); });
   // The runtime-k instance takes the largest tile that keeps its launch bound's resident blocks
   // (docs/wtconv.md, perf notes 46 and 97).
   if (!specialised_kernel_size(k) && planes == 0)
@@ -731,12 +749,11 @@ constexpr int kFwdFitUnit = 8, kBwdFitUnit = 4, kRuntimeKBwdFitRows = 2;
 // 40, where the rule's 1024 outputs per item gave one plane), and an item of one small tile leaves
 // most of the block's threads idle in its strip phases: 80 strip jobs for 256 threads there, each
 // item paying its staging and barriers. Sized tiles therefore take twice the planes per item the
-// rule would give them (item_scale: about 2048 outputs, 512 coefficients), as long as that keeps
-// the kernel's resident blocks (scale_planes). Measured on the H200 (docs/wtconv.md, note 118):
-// training step 0.72x at z1, 0.88-0.92x on 10 x 298, 36 x 30 and 69 x 73 planes, 0.94-0.97x on
-// two more. Doubling every tile's planes (the benchmark's 14 x 14 and 28 x 28 planes too) gained
-// at 28 x 28 and lost 2.4% at 14 x 14: not taken here.
-constexpr int kFittedItemScale = 2;
+// rule would give them (ItemPlanes::kScaled: about 2048 outputs, 512 coefficients), as long as that
+// keeps the kernel's resident blocks (scale_planes). Measured on the H200 (docs/wtconv.md, note
+// 118): training step 0.72x at z1, 0.88-0.92x on 10 x 298, 36 x 30 and 69 x 73 planes, 0.94-0.97x
+// on two more. Doubling every tile's planes (the benchmark's 14 x 14 and 28 x 28 planes too)
+// gained at 28 x 28 and lost 2.4% at 14 x 14; the rule's own tiles take kBalanced instead.
 // The extent of each of `tiles` tiles over `extent`, rounded up to whole units.
 inline int extent_per_tile(int64_t extent, int64_t tiles, int unit) {
   return int(ceil_div(ceil_div(extent, tiles), unit) * unit);
@@ -770,7 +787,7 @@ inline int level_kernel_size(int k, int64_t h, int64_t w) {
 
 // Base tiles a caller asks for instead of the rule's (0: the rule's), for tile sweeps
 // (dev/cuda/wtconv_tile_sweep.cu); the API never sets them. A tile asked for takes the unscaled
-// planes per item (no kFittedItemScale).
+// planes per item (ItemPlanes::kRule).
 struct WtconvTileHint {
   int fwd_th = 0, fwd_tw = 0;  // forward base, outputs
   int bwd_th = 0, bwd_tw = 0;  // backward base, level-1 coefficients
@@ -800,25 +817,24 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p, const WtconvTileHint&
   };
   const int kk = plan.k * plan.k;
 
-  auto set_fwd_base = [&](int th, int tw, int item_scale = 1, bool balanced = false) {
-    plan.fwd_base = pick_fwd_base_tile(plan.B, plan.C, plan.Ho, plan.Wo, plan.k, plan.stride, th, tw, item_scale,
-                                       balanced, hint.fwd_np);
+  auto set_fwd_base = [&](int th, int tw, ItemPlanes items) {
+    plan.fwd_base =
+        pick_fwd_base_tile(plan.B, plan.C, plan.Ho, plan.Wo, plan.k, plan.stride, th, tw, items, hint.fwd_np);
     plan.fwd_base_tma_smem = fwd_base_tma_smem(plan.fwd_base, plan.W, plan.k, plan.stride, int(plan.chain_bytes),
                                                fwd_base_blocks_per_sm(plan.k));
     plan.fwd_fused_smem = fwd_fused_smem(plan.fwd_base, plan.L, plan.W, plan.k, plan.stride, int(plan.chain_bytes),
                                          fwd_base_blocks_per_sm(plan.k));
   };
-  auto set_bwd_base = [&](int th, int tw, int item_scale = 1, bool balanced = false) {
-    plan.bwd_base =
-        pick_bwd_base_tile(plan.B, plan.C, plan.hl[1], plan.wl[1], plan.k, th, tw, item_scale, balanced, hint.bwd_np);
+  auto set_bwd_base = [&](int th, int tw, ItemPlanes items) {
+    plan.bwd_base = pick_bwd_base_tile(plan.B, plan.C, plan.hl[1], plan.wl[1], plan.k, th, tw, items, hint.bwd_np);
     plan.bwd_base_tma_smem = bwd_base_tma_smem(plan.bwd_base, plan.W, plan.k, int(plan.chain_bytes));
     plan.bwd_fused_smem = bwd_fused_smem(plan.bwd_base, plan.L, plan.W, plan.k, int(plan.chain_bytes));
   };
   // The rule's tiles take up to twice its planes per item where the busiest block's cost says so
   // (balance_planes); a tile asked for through the hint keeps the unscaled rule.
   const bool fwd_rule = hint.fwd_th == 0 && hint.fwd_tw == 0, bwd_rule = hint.bwd_th == 0 && hint.bwd_tw == 0;
-  set_fwd_base(hint.fwd_th, hint.fwd_tw, fwd_rule ? 2 : 1, true);
-  set_bwd_base(hint.bwd_th, hint.bwd_tw, bwd_rule ? 2 : 1, true);
+  set_fwd_base(hint.fwd_th, hint.fwd_tw, fwd_rule ? ItemPlanes::kBalanced : ItemPlanes::kRule);
+  set_bwd_base(hint.bwd_th, hint.bwd_tw, bwd_rule ? ItemPlanes::kBalanced : ItemPlanes::kRule);
   // A plane the rule's tile covers poorly takes the tile sized to it (fitted_tile_extent): the
   // stride-1 forward and the backward, staged with or without TMA. A fused kernel keeps its tile
   // (fixed-tile instances; halved, the fused forward ran 1.3-1.5x slower, note 65), so a change
@@ -828,7 +844,7 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p, const WtconvTileHint&
       fit_poorly_covering_tile(plan.fwd_base, plan.Ho, plan.Wo, kFwdFitUnit)) {
     const WtconvPlan before = plan;
     set_fwd_base(fitted_tile_extent(plan.Ho, plan.fwd_base.th, kFwdFitUnit),
-                 fitted_tile_extent(plan.Wo, plan.fwd_base.tw, kFwdFitUnit), kFittedItemScale);
+                 fitted_tile_extent(plan.Wo, plan.fwd_base.tw, kFwdFitUnit), ItemPlanes::kScaled);
     if (plan.fwd_fused_smem > 0) plan = before;
   }
   if (hint.bwd_th == 0 && hint.bwd_tw == 0 && plan.bwd_fused_smem == 0) {
@@ -838,7 +854,7 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p, const WtconvTileHint&
       const int tw = fitted_tile_extent(plan.wl[1], plan.bwd_base.tw, kBwdFitUnit);
       if (!runtime_k || runtime_k_bwd_fit_width_ok(tw, plan.k))
         set_bwd_base(fitted_tile_extent(plan.hl[1], plan.bwd_base.th, runtime_k ? kRuntimeKBwdFitRows : kBwdFitUnit),
-                     tw, kFittedItemScale);
+                     tw, ItemPlanes::kScaled);
     }
     if (plan.bwd_fused_smem > 0) plan = before;
   }
