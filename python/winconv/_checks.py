@@ -6,13 +6,14 @@ kernel is launched.
 
 from __future__ import annotations
 
+import numbers
 from typing import Optional, Sequence
 
 import torch
 
 MAX_KERNEL_SIZE = 15
 MAX_WT_LEVELS = 8
-SUPPORTED_WAVELETS = ("db1",)
+SUPPORTED_WAVELETS = ("db1", "haar")  # pywt's "haar" is the same filter bank as "db1"
 INPUT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 
 
@@ -25,7 +26,7 @@ def check_module_arguments(in_channels, out_channels, kernel_size, stride, wt_le
         ("stride", stride),
         ("wt_levels", wt_levels),
     ):
-        if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):  # numpy ints too, as nn.Conv2d
             raise TypeError(f"WTConv2d: {name} must be an int, got {type(value).__name__} {value!r}")
     if in_channels < 1:
         raise ValueError(f"WTConv2d: in_channels must be >= 1, got {in_channels}")
@@ -41,7 +42,7 @@ def check_module_arguments(in_channels, out_channels, kernel_size, stride, wt_le
     if not 1 <= wt_levels <= MAX_WT_LEVELS:
         raise ValueError(f"WTConv2d: wt_levels must be in [1, {MAX_WT_LEVELS}], got {wt_levels}")
     if wt_type not in SUPPORTED_WAVELETS:
-        raise ValueError(f"WTConv2d: wt_type must be 'db1' (Haar), the only wavelet supported, got {wt_type!r}")
+        raise ValueError(f"WTConv2d: wt_type must be 'db1' (or its alias 'haar'), the only wavelet supported, got {wt_type!r}")
     if stride < 1:
         raise ValueError(f"WTConv2d: stride must be >= 1, got {stride}")
 

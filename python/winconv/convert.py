@@ -16,7 +16,11 @@ _ORIGINAL_ATTRIBUTES = ("wt_filter", "iwt_filter", "base_conv", "base_scale", "w
 
 def is_original_wtconv(module: nn.Module) -> bool:
     """True for modules laid out like the original WTConv2d (and not already ours)."""
-    return not isinstance(module, WTConv2d) and all(hasattr(module, name) for name in _ORIGINAL_ATTRIBUTES)
+    return (
+        not isinstance(module, WTConv2d)
+        and all(hasattr(module, name) for name in _ORIGINAL_ATTRIBUTES)
+        and isinstance(module.base_conv, nn.Conv2d)  # not the original WTConv1d (same attribute names)
+    )
 
 
 def from_original(module: nn.Module) -> WTConv2d:

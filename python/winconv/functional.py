@@ -36,7 +36,7 @@ def compute_dtype(dtype: torch.dtype) -> torch.dtype:
 
 def _depthwise_conv(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None) -> torch.Tensor:
     """'same' zero-padded depthwise convolution with an odd square kernel."""
-    pad = weight.shape[-1] // 2
+    pad = int(weight.shape[-1]) // 2  # a kernel size is static: concrete even under symbolic tracing
     return F.conv2d(x, weight, bias, stride=1, padding=pad, groups=x.shape[1])
 
 
@@ -44,7 +44,7 @@ def _depthwise_conv_backward(
     grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, with_bias: bool
 ) -> Tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor]]:
     """Gradients of _depthwise_conv w.r.t. (input, weight, bias) in one aten call."""
-    pad = weight.shape[-1] // 2
+    pad = int(weight.shape[-1]) // 2  # a kernel size is static: concrete even under symbolic tracing
     grad_x, grad_w, grad_b = torch.ops.aten.convolution_backward(
         grad_out,
         x,

@@ -68,6 +68,9 @@ class WTConv2d(nn.Module):
     ):
         super().__init__()
         check_module_arguments(in_channels, out_channels, kernel_size, stride, wt_levels, wt_type)
+        in_channels, out_channels, kernel_size, stride, wt_levels = map(
+            int, (in_channels, out_channels, kernel_size, stride, wt_levels)
+        )
         self.in_channels = in_channels
         self.out_channels = out_channels
         self.kernel_size = kernel_size

@@ -194,6 +194,49 @@ wtconv2d_fwd.register_autograd(_backward, setup_context=_setup_context)
 
 
 # ---------------------------------------------------------------------------------------
+# Second derivatives (backward with create_graph=True, e.g. a gradient penalty). The backward op
+# is differentiated by recomputing the reference backward, which is built from differentiable
+# PyTorch ops and is the same function of its inputs as the kernels: its vector-Jacobian product
+# at the saved inputs. Every path's backward reaches this op when the graph is being recorded.
+
+
+def _setup_bwd_context(ctx, inputs, output):
+    grad_y, x, base_weight, base_bias, base_scale, level_weights, level_scales, stride = inputs
+    ctx.levels = len(level_weights)
+    ctx.stride = stride
+    ctx.save_for_backward(grad_y, x, base_weight, base_bias, base_scale, *level_weights, *level_scales)
+
+
+def _double_backward(ctx, *output_grads):
+    grad_y, x, base_weight, base_bias, base_scale, *levels = ctx.saved_tensors
+    n = ctx.levels
+    has_bias = base_bias is not None
+    ggx, ggw0, ggb0, ggs0, ggws, ggss = output_grads
+
+    def backward_outputs(gy, x, w0, s0, *rest):
+        b0 = rest[-1] if has_bias else None
+        gx, gw0, gb0, gs0, gws, gss = functional.wtconv2d_backward(gy, x, w0, b0, s0, rest[:n], rest[n : 2 * n],
+                                                                     ctx.stride)
+        return (gx, gw0, gs0, *gws, *gss) + ((gb0,) if has_bias else ())
+
+    # torch.func.vjp takes the partial derivatives in each input (grad_y depends on x in the
+    # caller's graph; that path is autograd's, not this op's), and its result is itself recorded
+    # by autograd when a graph is being built, so third and higher orders work as well.
+    primals = (grad_y, x, base_weight, base_scale, *levels) + ((base_bias,) if has_bias else ())
+    with _autocast_off(x.device.type):
+        outputs, vjp = torch.func.vjp(backward_outputs, *primals)
+        given = (ggx, ggw0, ggs0, *(ggws or [None] * n), *(ggss or [None] * n)) + ((ggb0,) if has_bias else ())
+        cotangents = tuple(torch.zeros_like(o) if g is None else g for o, g in zip(outputs, given))
+        grads = vjp(cotangents)
+    d_gy, d_x, d_w0, d_s0 = grads[:4]
+    return (d_gy, d_x, d_w0, grads[-1] if has_bias else None, d_s0, list(grads[4 : 4 + n]),
+            list(grads[4 + n : 4 + 2 * n]), None)
+
+
+wtconv2d_bwd.register_autograd(_double_backward, setup_context=_setup_bwd_context)
+
+
+# ---------------------------------------------------------------------------------------
 # Eager fast paths. Outside torch.compile, a CUDA call with the fused kernels skips the custom-op
 # dispatch layers above, whose host overhead would dominate the small WTConvNeXt shapes:
 # 1. torch.ops.winconv.wtconv2d_eager (src/torch/), whose checks, allocations, launches and
@@ -216,6 +259,11 @@ class _NativeWtconv2d(torch.autograd.Function):
     def backward(ctx, grad_y):
         x, base_weight, base_bias, base_scale, *level_params = ctx.saved_tensors
         levels = ctx.levels
+        if torch.is_grad_enabled():  # create_graph=True: the backward op, whose own derivative autograd records
+            gx, gw0, gb0, gs0, gws, gss = wtconv2d_bwd(
+                grad_y.contiguous(), x, base_weight, base_bias, base_scale, list(level_params[:levels]),
+                list(level_params[levels:]), ctx.stride)
+            return (None, None, None, None, gx, gw0, gb0 if ctx.has_bias else None, gs0, *gws, *gss)
         gx, gw0, gb0, gs0, gws, gss = ctx.native.wtconv2d_backward(
             grad_y.contiguous(), x, base_weight, base_bias, base_scale, list(level_params[:levels]),
             list(level_params[levels:]), ctx.stride, checked=True)
@@ -244,6 +292,8 @@ def _autocast_dtype(device_type: str) -> Optional[torch.dtype]:
     try:
         if torch.is_autocast_enabled(device_type):
             return torch.get_autocast_dtype(device_type)
+        return None
+    except RuntimeError:  # a device type without autocast (meta, ...)
         return None
     except TypeError:  # PyTorch < 2.4 has only the per-device getters
         if device_type == "cuda" and torch.is_autocast_enabled():

@@ -11,6 +11,8 @@
 // versions); python/winconv/_torch_ops.py loads it, and falls back to the ctypes binding when it
 // is missing. It calls the library through its C surface (winconv/winconv_c.h).
 #include <ATen/core/Tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -175,6 +177,30 @@ void parameter_gradients(const variable_list& saved, variable_list& grads) {
   }
 }
 
+// backward(create_graph=True): the backward through the Python package's winconv::wtconv2d_bwd op
+// (python/winconv/ops.py), which runs the same kernels and whose derivative autograd records, so
+// second-order gradients come out right instead of as constants. That op is registered whenever
+// this operator is in use: the package loads this library.
+variable_list recorded_backward(const at::Tensor& dy, const variable_list& saved, size_t levels, int64_t stride) {
+  const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow("winconv::wtconv2d_bwd", "");
+  const at::Tensor &x = saved[0], &w0 = saved[1], &b0 = saved[2], &s0 = saved[3];
+  const std::vector<at::Tensor> wl(saved.begin() + 4, saved.begin() + 4 + levels);
+  const std::vector<at::Tensor> sl(saved.begin() + 4 + levels, saved.begin() + 4 + 2 * levels);
+  torch::jit::Stack stack{dy, x, w0, b0.defined() ? c10::IValue(b0) : c10::IValue(), s0, wl, sl, stride};
+  op.callBoxed(stack);
+  // Returned: grad x, grad base weight, grad bias (0 elements without a bias), grad base scale,
+  // the level weights' gradients, the level scales' gradients.
+  variable_list grads(4 + 2 * levels + 1);
+  for (int i = 0; i < 4; ++i) grads[i] = stack[i].toTensor();
+  if (!b0.defined()) grads[2] = at::Tensor();
+  const std::vector<at::Tensor> gw = stack[4].toTensorVector(), gs = stack[5].toTensorVector();
+  for (size_t l = 0; l < levels; ++l) {
+    grads[4 + l] = gw[l];
+    grads[4 + levels + l] = gs[l];
+  }
+  return grads;
+}
+
 // Saved: x, base weight, bias (possibly undefined), base scale, then the level weights and scales,
 // and the validated sizes. Autograd refuses saved tensors modified in place, so the backward does not
 // validate them again (about a microsecond per call at the small shapes, where the host decides).
@@ -209,6 +235,7 @@ class WtconvFunction : public torch::autograd::Function<WtconvFunction> {
     TORCH_CHECK(dy.dim() == 4 && dy.size(0) == d.b && dy.size(1) == d.c && dy.size(2) == strided_extent(d.h, d.stride) &&
                     dy.size(3) == strided_extent(d.w, d.stride),
                 "wtconv2d: the output gradient has shape ", dy.sizes(), ", which is not the output's");
+    if (at::GradMode::is_enabled()) return recorded_backward(dy, saved, levels, d.stride);
     const c10::cuda::CUDAGuard guard(x.device());
     size_t ws_bytes = 0;
     check_rc(winconv_wtconv_backward_workspace_size(d.b, d.c, d.h, d.w, d.k, d.levels, d.stride, d.dtype, &ws_bytes),

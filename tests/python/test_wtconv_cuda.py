@@ -134,6 +134,47 @@ def test_torch_compile_fullgraph_on_cuda():
         assert rel_l2(got, ref) <= 1e-6
 
 
+def _penalty_grads(call, layer, x):
+    """Gradients of sum((d sum(y^2) / dx)^2) w.r.t. x and every trained parameter: the backward
+    runs with create_graph=True, so its own derivative is taken."""
+    params = [p for p in layer.parameters() if p.requires_grad]
+    (gx,) = torch.autograd.grad(call(layer, x).square().sum(), x, create_graph=True)
+    return torch.autograd.grad(gx.square().sum(), [x, *params])
+
+
+def _call_module(layer, x):
+    return layer(x)  # the C++ operator when built for this torch, else the ctypes binding
+
+
+def _call_ctypes(layer, x):
+    from winconv import _native, ops
+
+    return ops._NativeWtconv2d.apply(_native, layer.stride, layer.base_conv.bias is not None, layer.wt_levels, x,
+                                     layer.base_conv.weight, layer.base_conv.bias, layer.base_scale.weight,
+                                     *layer.level_weights, *layer.level_scales)
+
+
+def _call_custom_op(layer, x):  # the path torch.compile traces
+    return torch.ops.winconv.wtconv2d_fwd(x, layer.base_conv.weight, layer.base_conv.bias, layer.base_scale.weight,
+                                          list(layer.level_weights), list(layer.level_scales), layer.stride)
+
+
+@pytest.mark.parametrize("call", [_call_module, _call_ctypes, _call_custom_op], ids=["module", "ctypes", "custom_op"])
+@pytest.mark.parametrize("bias,stride", [(True, 1), (False, 2)])
+def test_second_order_gradients(call, bias, stride):
+    """backward(create_graph=True) on every CUDA path: the first backward runs the kernels and
+    must be recorded, else the penalty's gradient silently loses its second-order terms."""
+    layer = _randomised_layer(6, 5, 3, stride, bias=bias).cuda()
+    x = torch.randn(2, 6, 19, 22, device="cuda", requires_grad=True)
+    with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+        got = _penalty_grads(call, layer, x)
+    layer64 = _randomised_layer(6, 5, 3, stride, bias=bias).double()
+    layer64.load_state_dict(layer.state_dict())
+    expected = _penalty_grads(_call_module, layer64, x.detach().cpu().double().requires_grad_(True))
+    for i, (g, e) in enumerate(zip(got, expected)):
+        assert rel_l2(g.cpu(), e) <= 1e-5, i
+
+
 def test_cuda_graph_capture_and_replay():
     layer = _randomised_layer(16, 5, 3, 1).cuda()
     static_x = torch.randn(2, 16, 40, 36, device="cuda", requires_grad=True)

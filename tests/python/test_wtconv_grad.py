@@ -59,7 +59,7 @@ def test_explicit_backward_matches_autograd(height, width, levels, k, stride, bi
 
 
 @pytest.mark.parametrize("height,width,levels,k,stride,bias", [(5, 7, 2, 3, 1, True), (6, 3, 3, 3, 2, False)])
-def test_op_gradcheck_float64(height, width, levels, k, stride, bias):
+def test_op_gradcheck_and_gradgradcheck_float64(height, width, levels, k, stride, bias):
     channels = 2
     x = torch.randn(1, channels, height, width, dtype=torch.float64, requires_grad=True)
     p = random_params(channels, k, levels, bias=bias, seed=3)
@@ -72,6 +72,7 @@ def test_op_gradcheck_float64(height, width, levels, k, stride, bias):
 
     inputs = (x, p.base_weight, p.base_bias, p.base_scale, *p.level_weights, *p.level_scales)
     assert torch.autograd.gradcheck(layer, inputs, eps=1e-6, atol=1e-7, rtol=1e-6)
+    assert torch.autograd.gradgradcheck(layer, inputs, eps=1e-6, atol=1e-6, rtol=1e-5)  # second derivatives
 
 
 def test_module_backward_float32_matches_float64():
@@ -88,3 +89,59 @@ def test_module_backward_float32_matches_float64():
             assert rel_l2(p32.grad, p64.grad) < 1e-5, name
         else:
             assert p32.grad is None, name
+
+
+def _penalty_grads(layer_fn, x, params):
+    """Gradients of a gradient penalty, sum((d sum(y^2) / dx)^2), w.r.t. x and every parameter:
+    second derivatives through the layer (backward with create_graph=True, then backward)."""
+    y = layer_fn(x, *params)
+    (gx,) = torch.autograd.grad(y.square().sum(), x, create_graph=True)
+    return torch.autograd.grad(gx.square().sum(), (x, *params), allow_unused=True)
+
+
+@pytest.mark.parametrize(
+    "height,width,levels,k,stride,bias",
+    [(7, 10, 2, 3, 1, True), (5, 3, 3, 3, 2, False), (1, 6, 1, 1, 1, True), (13, 9, 3, 5, 3, True)],
+)
+def test_second_order_gradients_match_the_oracle(height, width, levels, k, stride, bias):
+    channels = 3
+    x = torch.randn(2, channels, height, width, dtype=torch.float64, requires_grad=True)
+    p = random_params(channels, k, levels, bias=bias, seed=height * width)
+    params = [t.detach().requires_grad_(True) for t in p.tensors()]
+
+    def split(flat):
+        it = iter(flat)
+        w0 = next(it)
+        b0 = next(it) if bias else None
+        s0 = next(it)
+        return w0, b0, s0, [next(it) for _ in range(levels)], [next(it) for _ in range(levels)]
+
+    def ours(x, *flat):
+        w0, b0, s0, lw, ls = split(flat)
+        return winconv.wtconv2d(x, w0, b0, s0, lw, ls, stride)
+
+    def oracle(x, *flat):
+        return level_by_level(x, WTParams(*split(flat)), stride)
+
+    got = _penalty_grads(ours, x, params)
+    expected = _penalty_grads(oracle, x, params)
+    for i, (g, e) in enumerate(zip(got, expected)):
+        assert g is not None and e is not None, i
+        assert rel_l2(g, e) < 1e-10, i
+
+
+def test_third_order_derivatives_match_the_oracle():
+    """The double backward is itself differentiable: d/dx of sum(d^2 (sum y^2) / dx^2 . 1)."""
+    p = random_params(2, 3, 2, bias=True, seed=11)
+    x0 = torch.randn(1, 2, 6, 5, dtype=torch.float64)
+
+    def third(layer_fn):
+        x = x0.clone().requires_grad_(True)
+        (g1,) = torch.autograd.grad(layer_fn(x).square().sum(), x, create_graph=True)
+        (g2,) = torch.autograd.grad(g1.square().sum(), x, create_graph=True)
+        (g3,) = torch.autograd.grad(g2.sin().sum(), x)
+        return g3
+
+    got = third(lambda x: winconv.wtconv2d(x, *p.as_args(), 1))
+    expected = third(lambda x: level_by_level(x, p, 1))
+    assert rel_l2(got, expected) < 1e-10

@@ -206,3 +206,34 @@ def test_empty_batch():
     assert y.shape == (0, 2, 4, 3)
     y.sum().backward()
     assert x.grad.shape == x.shape
+
+
+def test_meta_tensors_give_the_output_shape():
+    layer = winconv.WTConv2d(3, 3, kernel_size=5, wt_levels=2, stride=2).to("meta")
+    y = layer(torch.empty(1, 3, 9, 8, device="meta"))
+    assert y.device.type == "meta" and tuple(y.shape) == (1, 3, 5, 4)
+
+
+def test_haar_alias_and_numpy_integer_arguments():
+    np = pytest.importorskip("numpy")
+    layer = winconv.WTConv2d(np.int64(3), np.int64(3), kernel_size=np.int32(3), wt_levels=np.int64(2), wt_type="haar")
+    assert type(layer.kernel_size) is int and type(layer.wt_levels) is int
+    reference = winconv.WTConv2d(3, 3, kernel_size=3, wt_levels=2)
+    reference.load_state_dict(layer.state_dict())  # pywt's 'haar' is the db1 filter bank
+    x = torch.randn(1, 3, 7, 6)
+    assert torch.equal(layer(x), reference(x))
+
+
+def test_conversion_leaves_one_dimensional_look_alikes_alone():
+    """The original repository's WTConv1d has the same attribute names with 1-D convolutions."""
+    source = winconv.WTConv2d(2, 2, kernel_size=3, wt_levels=1)
+    two_d = nn.Module()
+    for name in ("wt_filter", "iwt_filter", "base_conv", "base_scale", "wavelet_convs", "wavelet_scale"):
+        setattr(two_d, name, getattr(source, name))
+    one_d = nn.Module()
+    for name in ("wt_filter", "iwt_filter", "base_scale", "wavelet_convs", "wavelet_scale"):
+        setattr(one_d, name, torch.zeros(1))
+    one_d.base_conv = nn.Conv1d(2, 2, 3, padding=1, groups=2)
+    converted = winconv.convert_wtconv(nn.Sequential(two_d, one_d))
+    assert isinstance(converted[0], winconv.WTConv2d)
+    assert converted[1] is one_d
