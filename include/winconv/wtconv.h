@@ -28,8 +28,9 @@ struct WtconvProblem {
   int64_t stride = 1;       // >= 1
   Precision precision = Precision::kFP32;  // activations; parameters are fp32
 
-  int64_t out_height() const { return (height + stride - 1) / stride; }
-  int64_t out_width() const { return (width + stride - 1) / stride; }
+  // ceil(extent / stride), written so that no stride overflows it.
+  int64_t out_height() const { return height < 1 ? 0 : (height - 1) / stride + 1; }
+  int64_t out_width() const { return width < 1 ? 0 : (width - 1) / stride + 1; }
   int64_t x_elements() const { return batch * channels * height * width; }
   int64_t y_elements() const { return batch * channels * out_height() * out_width(); }
 };

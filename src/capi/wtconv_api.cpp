@@ -1,6 +1,7 @@
 // WTConv C++ API front-end: argument validation, workspace queries and the entry points.
 // Host-only and compiled in every build; without CUDA the entry points validate their arguments
 // and then report kNoDevice.
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <string>
@@ -8,6 +9,7 @@
 #include "cuda/wtconv/wtconv_plan.h"
 #include "winconv/wtconv.h"
 #if WINCONV_HAVE_CUDA
+#include "cuda/cuda_status.h"
 #include "cuda/wtconv/wtconv_launch.h"
 #endif
 
@@ -45,6 +47,17 @@ Status check_params(const WtconvProblem& p, const WtconvParams& prm) {
   return Status::Ok();
 }
 
+// The largest stride the kernels' 32-bit index arithmetic takes.
+constexpr int64_t kMaxKernelStride = INT_MAX / 64;
+
+// Every stride >= max(height, width) keeps only the output pixel (0, 0). A stride past the
+// kernels' range runs as the smallest such stride, so any stride >= 1 is accepted (a 1 x 1 map at
+// stride 2^40 included); strides in range keep their own plans.
+WtconvProblem with_reduced_stride(WtconvProblem p) {
+  if (p.stride > kMaxKernelStride) p.stride = std::min(p.stride, std::max(p.height, p.width));
+  return p;
+}
+
 Status check_workspace(const void* ws, size_t bytes, size_t need) {
   if (bytes < need)
     return Status(StatusCode::kWorkspaceTooSmall,
@@ -70,7 +83,8 @@ Status wtconv_validate(const WtconvProblem& p) {
   // The kernels index inside a plane, the batch, channels and the grid with 32-bit ints; plane
   // offsets and whole-tensor offsets are 64-bit.
   const int64_t kMaxInt = INT_MAX;
-  if (p.stride > kMaxInt / 64) return invalid("stride must be < " + str(kMaxInt / 64) + ", got " + str(p.stride));
+  if (with_reduced_stride(p).stride > kMaxKernelStride)
+    return invalid("stride must be <= " + str(kMaxKernelStride) + " or >= max(height, width), got " + str(p.stride));
   if (p.height > kMaxInt / 4 || p.width > kMaxInt / 4 || p.height * p.width > kMaxInt / 4)
     return Status(StatusCode::kIndexOverflow, "wtconv: height * width must be <= " + str(kMaxInt / 4) +
                                                   ", got " + str(p.height) + " x " + str(p.width));
@@ -84,35 +98,39 @@ Status wtconv_validate(const WtconvProblem& p) {
   return Status::Ok();
 }
 
-Status wtconv_forward_workspace_size(const WtconvProblem& problem, size_t* bytes) {
+Status wtconv_forward_workspace_size(const WtconvProblem& requested, size_t* bytes) {
   if (bytes == nullptr) return Status(StatusCode::kNullPointer, "wtconv: bytes must not be null");
-  Status st = wtconv_validate(problem);
+  Status st = wtconv_validate(requested);
   if (!st.ok()) return st;
+  const WtconvProblem problem = with_reduced_stride(requested);
   *bytes = wtconv_detail::make_wtconv_run(problem, false).bytes;
   return Status::Ok();
 }
 
-Status wtconv_io_bytes(const WtconvProblem& problem, uint64_t* forward_bytes, uint64_t* backward_bytes) {
+Status wtconv_io_bytes(const WtconvProblem& requested, uint64_t* forward_bytes, uint64_t* backward_bytes) {
   if (forward_bytes == nullptr || backward_bytes == nullptr)
     return Status(StatusCode::kNullPointer, "wtconv: forward_bytes and backward_bytes must not be null");
-  Status st = wtconv_validate(problem);
+  Status st = wtconv_validate(requested);
   if (!st.ok()) return st;
+  const WtconvProblem problem = with_reduced_stride(requested);
   wtconv_detail::run_io_bytes(problem, forward_bytes, backward_bytes);
   return Status::Ok();
 }
 
-Status wtconv_backward_workspace_size(const WtconvProblem& problem, size_t* bytes) {
+Status wtconv_backward_workspace_size(const WtconvProblem& requested, size_t* bytes) {
   if (bytes == nullptr) return Status(StatusCode::kNullPointer, "wtconv: bytes must not be null");
-  Status st = wtconv_validate(problem);
+  Status st = wtconv_validate(requested);
   if (!st.ok()) return st;
+  const WtconvProblem problem = with_reduced_stride(requested);
   *bytes = wtconv_detail::make_wtconv_run(problem, true).bytes;
   return Status::Ok();
 }
 
-Status wtconv_forward(const WtconvProblem& problem, const void* x, const WtconvParams& params, void* y,
+Status wtconv_forward(const WtconvProblem& requested, const void* x, const WtconvParams& params, void* y,
                       void* workspace, size_t workspace_bytes, cudaStream_t stream) {
-  Status st = wtconv_validate(problem);
+  Status st = wtconv_validate(requested);
   if (!st.ok()) return st;
+  const WtconvProblem problem = with_reduced_stride(requested);
   const size_t ab = precision_bytes(problem.precision);
   if (!(st = check_pointer(x, ab, "x", true)).ok()) return st;
   if (!(st = check_pointer(y, ab, "y", true)).ok()) return st;
@@ -120,6 +138,7 @@ Status wtconv_forward(const WtconvProblem& problem, const void* x, const WtconvP
   const wtconv_detail::WtconvRun run = wtconv_detail::make_wtconv_run(problem, false);
   if (!(st = check_workspace(workspace, workspace_bytes, run.bytes)).ok()) return st;
 #if WINCONV_HAVE_CUDA
+  if (!(st = cuda_check_device(nullptr)).ok()) return st;
   return wtconv_detail::wtconv_forward_cuda(run, problem.precision, x, params, y, workspace, stream);
 #else
   (void)stream;
@@ -127,11 +146,12 @@ Status wtconv_forward(const WtconvProblem& problem, const void* x, const WtconvP
 #endif
 }
 
-Status wtconv_backward(const WtconvProblem& problem, const void* dy, const void* x, const WtconvParams& params,
+Status wtconv_backward(const WtconvProblem& requested, const void* dy, const void* x, const WtconvParams& params,
                        void* dx, const WtconvParamGrads& grads, void* workspace, size_t workspace_bytes,
                        cudaStream_t stream) {
-  Status st = wtconv_validate(problem);
+  Status st = wtconv_validate(requested);
   if (!st.ok()) return st;
+  const WtconvProblem problem = with_reduced_stride(requested);
   const size_t ab = precision_bytes(problem.precision);
   if (!(st = check_pointer(dy, ab, "dy", true)).ok()) return st;
   if (!(st = check_pointer(x, ab, "x", true)).ok()) return st;
@@ -149,6 +169,7 @@ Status wtconv_backward(const WtconvProblem& problem, const void* dy, const void*
   const wtconv_detail::WtconvRun run = wtconv_detail::make_wtconv_run(problem, true);
   if (!(st = check_workspace(workspace, workspace_bytes, run.bytes)).ok()) return st;
 #if WINCONV_HAVE_CUDA
+  if (!(st = cuda_check_device(nullptr)).ok()) return st;
   return wtconv_detail::wtconv_backward_cuda(run, problem.precision, dy, x, params, dx, grads, workspace, stream);
 #else
   (void)stream;

@@ -84,6 +84,15 @@ Status conv2d_validate(const Conv2dConfig& config) {
                   cat("precision ", precision_name(config.precision),
                       " is not implemented for conv2d yet (fp32 only)"));
   }
+  if (config.layout != Layout::kNCHW && config.layout != Layout::kNHWC) {
+    return Status(StatusCode::kInvalidArgument,
+                  cat("layout must be kNCHW or kNHWC, got ", static_cast<int>(config.layout)));
+  }
+  if (config.algo != Conv2dAlgo::kAuto && config.algo != Conv2dAlgo::kMaterialized &&
+      config.algo != Conv2dAlgo::kOnChip) {
+    return Status(StatusCode::kInvalidArgument,
+                  cat("algo must be kAuto, kMaterialized or kOnChip, got ", static_cast<int>(config.algo)));
+  }
   return conv2d_check_index_ranges(config);
 }
 
@@ -118,6 +127,18 @@ Status conv2d_check_index_ranges(const Conv2dConfig& config) {
     return Status(StatusCode::kIndexOverflow,
                   cat("the GEMM K = c*r*s = ", pb.c * pb.r * pb.s,
                       " exceeds 2^31-16 (the GPU path pads it to a multiple of 16)"));
+  }
+  // Input rows and columns are addressed as p*stride + u - pad (and likewise for q) in int32: the
+  // padded extents, which bound those sums, must fit.
+  if (pb.h + 2 * pb.pad_h > kInt32Max || pb.w + 2 * pb.pad_w > kInt32Max) {
+    return Status(StatusCode::kIndexOverflow,
+                  cat("the padded input h+2*pad_h = ", pb.h + 2 * pb.pad_h, " or w+2*pad_w = ", pb.w + 2 * pb.pad_w,
+                      " exceeds 2^31-1"));
+  }
+  // The GPU GEMM pads N = k to a multiple of 4 (the repacked filter's rows), also an int32.
+  if (pb.k > kInt32Max - 3) {
+    return Status(StatusCode::kIndexOverflow,
+                  cat("k (output channels) = ", pb.k, " exceeds 2^31-4 (the GPU path pads it to a multiple of 4)"));
   }
   // Whole tensors use 64-bit offsets but must still fit int64 in bytes.
   const Extent totals[] = {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <new>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -28,9 +29,14 @@ void parallel_for(int64_t count, int threads, Body body) {
   const int64_t chunk = (count + threads - 1) / threads;
   for (int t = 0; t < threads; ++t) {
     const int64_t begin = t * chunk, end = std::min(count, begin + chunk);
-    pool.emplace_back([=] {
+    const auto work = [=] {
       for (int64_t i = begin; i < end; ++i) body(i);
-    });
+    };
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error&) {
+      work();  // no thread to be had: this chunk runs on the calling thread
+    }
   }
   for (auto& th : pool) th.join();
 }

@@ -110,7 +110,8 @@ std::array<T, kMaxLevels> pointers(at::TensorList list) {
 }
 
 // Output extent of a strided WTConv2d along one axis (the stride subsamples from index 0).
-int64_t strided_extent(int64_t n, int64_t stride) { return (n + stride - 1) / stride; }
+// ceil(n / stride), written so that no stride overflows it.
+int64_t strided_extent(int64_t n, int64_t stride) { return n < 1 ? 0 : (n - 1) / stride + 1; }
 
 // Undefined when no workspace is needed (the fused L = 2 forward): an allocation costs host time.
 at::Tensor workspace(size_t bytes, const at::Tensor& like) {

@@ -1,6 +1,10 @@
 // The CPU path: the im2win transform against its definition, and the CPU im2win convolution
 // against the FP64 reference on random shapes.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <cstdlib>
 
 #include "conv2d_test_util.h"
 #include "cpu/im2win_cpu.h"
@@ -106,6 +110,45 @@ TEST(Conv2dCpu, PoisonedOutputIsDetected) {
   std::vector<float> got = {1.f, std::numeric_limits<float>::quiet_NaN()};
   std::vector<double> ref = {1.0, 2.0};
   EXPECT_FALSE(testing::relative_l2(got, ref) <= 1e-5);
+}
+
+// Virtual address space of this process in bytes (Linux), to leave a limit just above it.
+size_t virtual_bytes() {
+  unsigned long pages = 0;
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f) {
+    if (std::fscanf(f, "%lu", &pages) != 1) pages = 0;
+    std::fclose(f);
+  }
+  return size_t(pages) * 4096;
+}
+
+// In a child process: the CPU path and the reference under an address-space limit that leaves no
+// room for a thread stack, so every std::thread they start throws. Exit status 0 when both
+// still return Ok with the unlimited run's results.
+int run_without_room_for_threads(const Conv2dConfig& cfg) {
+  std::mt19937_64 rng(5);
+  const auto x = random_vector(size_t(cfg.problem.x_elements()), rng);
+  const auto w = random_vector(size_t(cfg.problem.w_elements()), rng);
+  std::vector<double> ref(size_t(cfg.problem.y_elements())), ref_limited(ref.size());
+  std::vector<float> y(ref.size(), std::numeric_limits<float>::quiet_NaN());
+  if (!conv2d_reference(cfg, x.data(), w.data(), ref.data()).ok()) return 2;
+  const size_t limit = virtual_bytes() + (size_t(4) << 20);  // less than one default 8 MiB stack
+  const rlimit lim{limit, limit};
+  if (virtual_bytes() == 0 || setrlimit(RLIMIT_AS, &lim) != 0) return 3;
+  const bool ok = conv2d_forward_cpu(cfg, x.data(), w.data(), y.data(), 64).ok() &&
+                  conv2d_reference(cfg, x.data(), w.data(), ref_limited.data()).ok();
+  return ok && ref_limited == ref && testing::relative_l2(y, ref) <= 1e-5 ? 0 : 1;
+}
+
+// A thread that cannot be started (address space, process limits) must not end the process:
+// its share of the work runs on the calling thread.
+TEST(Conv2dCpuDeathTest, ThreadsThatCannotStartRunInline) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  Conv2dConfig cfg;
+  cfg.problem.n = 64; cfg.problem.c = 3; cfg.problem.h = 5; cfg.problem.w = 4;
+  cfg.problem.k = 2; cfg.problem.r = 3; cfg.problem.s = 3; cfg.problem.pad_h = cfg.problem.pad_w = 1;
+  EXPECT_EXIT(std::_Exit(run_without_room_for_threads(cfg)), ::testing::ExitedWithCode(0), "");
 }
 
 TEST(Conv2dCpu, ExtraBytesCountWindowAndFilter) {

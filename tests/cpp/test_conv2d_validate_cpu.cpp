@@ -58,6 +58,12 @@ const BadCase kBadCases[] = {
     {"dilation", [](Conv2dConfig& c) { c.problem.dilation_h = 2; }, StatusCode::kUnsupported, "dilation other than 1"},
     {"groups", [](Conv2dConfig& c) { c.problem.groups = 3; }, StatusCode::kUnsupported, "groups other than 1"},
     {"fp16", [](Conv2dConfig& c) { c.precision = Precision::kFP16; }, StatusCode::kUnsupported, "precision fp16"},
+    // Out-of-range enum values (a cast int): NHWC was assumed for any layout but NCHW, and an unknown
+    // algorithm reached a GPU kernel with no reduction table.
+    {"layout out of range", [](Conv2dConfig& c) { c.layout = static_cast<Layout>(7); }, StatusCode::kInvalidArgument,
+     "layout must be kNCHW or kNHWC, got 7"},
+    {"algo out of range", [](Conv2dConfig& c) { c.algo = static_cast<Conv2dAlgo>(9); }, StatusCode::kInvalidArgument,
+     "algo must be kAuto, kMaterialized or kOnChip, got 9"},
     {"huge image", [](Conv2dConfig& c) { c.problem.c = 1 << 16; c.problem.h = 1 << 8; c.problem.w = 1 << 8; },
      StatusCode::kIndexOverflow, "one input image c*h*w exceeds 2^31-1"},
     {"huge gemm M", [](Conv2dConfig& c) { c.problem.n = int64_t(1) << 28; }, StatusCode::kIndexOverflow, "GEMM M"},
@@ -65,6 +71,11 @@ const BadCase kBadCases[] = {
                                                          c.problem.r = 1; c.problem.s = 1; c.problem.k = 1;
                                                          c.problem.pad_h = 0; c.problem.pad_w = 0; },
      StatusCode::kIndexOverflow, "exceeds 2^31-16"},
+    {"k at the int32 limit", [](Conv2dConfig& c) { c.problem = {}; c.problem.k = (int64_t(1) << 31) - 3; },
+     StatusCode::kIndexOverflow, "exceeds 2^31-4"},
+    {"padding past the int32 range", [](Conv2dConfig& c) { c.problem = {}; c.problem.pad_h = int64_t(1) << 30;
+                                                            c.problem.stride_h = int64_t(1) << 30; },
+     StatusCode::kIndexOverflow, "the padded input h+2*pad_h"},
     {"huge dimension", [](Conv2dConfig& c) { c.problem.w = int64_t(1) << 40; }, StatusCode::kIndexOverflow, "exceeds the supported maximum"},
     {"product overflowing int64", [](Conv2dConfig& c) { c.problem.n = (int64_t(1) << 31) - 1; c.problem.c = (int64_t(1) << 31) - 1; },
      StatusCode::kIndexOverflow, "exceeds 2^31-1"},
@@ -86,8 +97,10 @@ TEST(Conv2dBadPointers, CpuPathRejectsNulls) {
   EXPECT_EQ(conv2d_forward_cpu(cfg, buf, buf, nullptr).code(), StatusCode::kNullPointer);
   EXPECT_EQ(conv2d_forward_cpu(cfg, buf, buf, buf, -1).code(), StatusCode::kInvalidArgument);
   size_t* null_bytes = nullptr;
-  EXPECT_EQ(conv2d_forward_workspace_size(cfg, null_bytes).code(),
-            WINCONV_HAVE_CUDA ? StatusCode::kNullPointer : StatusCode::kNoDevice);
+  EXPECT_EQ(conv2d_forward_workspace_size(cfg, null_bytes).code(), StatusCode::kNullPointer);
+  // The GPU entry point checks its pointers before it looks for a device, in every build.
+  EXPECT_EQ(conv2d_forward(cfg, nullptr, buf, buf, nullptr, 0, nullptr).code(), StatusCode::kNullPointer);
+  EXPECT_EQ(conv2d_forward(cfg, buf, buf, nullptr, nullptr, 0, nullptr).code(), StatusCode::kNullPointer);
 }
 
 TEST(Conv2dNames, Stable) {

@@ -9,6 +9,7 @@
 
 #include "cpu/wtconv_reference.h"
 #include "fuzz_util.h"
+#include "winconv/conv2d.h"
 #include "winconv/wtconv.h"
 
 namespace winconv {
@@ -278,6 +279,35 @@ TEST(WtconvCpu, MagnitudesBoundEveryGradient) {
   }
 }
 
+// Any stride >= max(height, width) leaves the single output pixel (0, 0): one past the kernels'
+// 32-bit range (2^25 - 1) is accepted and planned and sized as the smallest such stride.
+TEST(WtconvCpu, StridesPastThePlaneActAsThePlaneExtent) {
+  WtconvProblem p;
+  p.batch = 2; p.channels = 3; p.height = 3; p.width = 5; p.kernel_size = 3; p.levels = 2;
+  WtconvProblem reduced = p;
+  reduced.stride = 5;
+  size_t want_f = 0, want_b = 0;
+  uint64_t want_io_f = 0, want_io_b = 0;
+  ASSERT_TRUE(wtconv_forward_workspace_size(reduced, &want_f).ok());
+  ASSERT_TRUE(wtconv_backward_workspace_size(reduced, &want_b).ok());
+  ASSERT_TRUE(wtconv_io_bytes(reduced, &want_io_f, &want_io_b).ok());
+  for (int64_t stride : {int64_t(1) << 25, int64_t(1) << 40, INT64_MAX}) {
+    p.stride = stride;
+    ASSERT_TRUE(wtconv_validate(p).ok()) << stride;
+    EXPECT_EQ(p.out_height(), 1);
+    EXPECT_EQ(p.out_width(), 1);
+    size_t f = 0, b = 0;
+    uint64_t io_f = 0, io_b = 0;
+    ASSERT_TRUE(wtconv_forward_workspace_size(p, &f).ok());
+    ASSERT_TRUE(wtconv_backward_workspace_size(p, &b).ok());
+    ASSERT_TRUE(wtconv_io_bytes(p, &io_f, &io_b).ok());
+    EXPECT_EQ(f, want_f) << stride;
+    EXPECT_EQ(b, want_b) << stride;
+    EXPECT_EQ(io_f, want_io_f) << stride;
+    EXPECT_EQ(io_b, want_io_b) << stride;
+  }
+}
+
 TEST(WtconvCpu, BadInputsReturnPreciseStatus) {
   WtconvProblem p;
   p.batch = 2; p.channels = 3; p.height = 8; p.width = 8; p.kernel_size = 5; p.levels = 2;
@@ -317,9 +347,23 @@ TEST(WtconvCpu, BadInputsReturnPreciseStatus) {
   EXPECT_NE(wtconv_forward(h, odd, prm, dummy, dummy, bytes, nullptr).code(), StatusCode::kMisalignedPointer);
   WtconvParamGrads g;
   EXPECT_EQ(wtconv_backward(p, dummy, dummy, prm, dummy, g, dummy, bbytes, nullptr).code(), StatusCode::kNullPointer);
-#if !WINCONV_HAVE_CUDA
-  EXPECT_EQ(wtconv_forward(p, dummy, prm, dummy, dummy, bytes, nullptr).code(), StatusCode::kNoDevice);
-#endif
+  // Valid arguments and no usable device: kNoDevice, as conv2d_forward, in a build with the CUDA
+  // kernels as well (not the first launch's CUDA error). conv2d_forward with a workspace too small
+  // tells whether there is a device without launching anything.
+  Conv2dConfig probe;
+  probe.problem.h = probe.problem.w = 8;
+  probe.problem.r = probe.problem.s = 3;
+  probe.algo = Conv2dAlgo::kMaterialized;  // needs a workspace (the window tensor)
+  size_t probe_bytes = 0;
+  const Status probe_size = conv2d_forward_workspace_size(probe, &probe_bytes);
+  const bool launches_nothing = !probe_size.ok() || probe_bytes > 0;
+  if (launches_nothing && conv2d_forward(probe, dummy, dummy, dummy, nullptr, 0, nullptr).code() == StatusCode::kNoDevice) {
+    EXPECT_EQ(wtconv_forward(p, dummy, prm, dummy, dummy, bytes, nullptr).code(), StatusCode::kNoDevice);
+    WtconvParamGrads all;
+    all.base_weight = all.base_bias = all.base_scale = dummy;
+    for (int l = 0; l < 2; ++l) all.level_weight[l] = all.level_scale[l] = dummy;
+    EXPECT_EQ(wtconv_backward(p, dummy, dummy, prm, dummy, all, dummy, bbytes, nullptr).code(), StatusCode::kNoDevice);
+  }
 }
 
 }  // namespace

@@ -175,6 +175,25 @@ def test_second_order_gradients(call, bias, stride):
         assert rel_l2(g.cpu(), e) <= 1e-5, i
 
 
+def test_strides_past_the_plane_act_as_the_plane_extent():
+    """Any stride >= max(H, W) keeps the output pixel (0, 0) alone: one past the kernels' index
+    range runs as stride max(H, W), with the same bits."""
+    layer = _randomised_layer(4, 3, 2, 5).cuda()
+    x = torch.randn(2, 4, 3, 5, device="cuda", requires_grad=True)
+    grad_y = torch.randn(2, 4, 1, 1, device="cuda")
+
+    def run(stride):
+        layer.stride = stride
+        y = layer(x)
+        params = [p for p in layer.parameters() if p.requires_grad]
+        return [y, *torch.autograd.grad(y, [x, *params], grad_y)]
+
+    expected = run(5)
+    for stride in (2**25, 2**40):
+        for got, want in zip(run(stride), expected):
+            assert torch.equal(got, want), stride
+
+
 def test_cuda_graph_capture_and_replay():
     layer = _randomised_layer(16, 5, 3, 1).cuda()
     static_x = torch.randn(2, 16, 40, 36, device="cuda", requires_grad=True)

@@ -104,7 +104,11 @@ inline void finish_tile(WtconvTile& t, int64_t B, int64_t C, int64_t gh, int64_t
   t.bgroups = int(ceil_div(B, t.np));
   t.items = int64_t(t.tiles_y) * t.tiles_x * t.bgroups;
   const int64_t item_pixels = int64_t(t.np) * t.th * t.tw * cell_pixels;
-  int64_t want = std::max(ceil_div(kTargetBlocks, C), ceil_div(t.items * item_pixels, kMaxBlockPixels));
+  // item_pixels >= kMaxBlockPixels: a block per item already (and items * item_pixels, at large
+  // strides, would overflow int64).
+  const int64_t by_pixels =
+      item_pixels >= kMaxBlockPixels ? t.items : ceil_div(t.items * item_pixels, kMaxBlockPixels);
+  int64_t want = std::max(ceil_div(kTargetBlocks, C), by_pixels);
   want = std::min(want, std::max<int64_t>(1, int64_t(INT32_MAX) / C));  // grid.x = C x splits
   if (want > t.items) want = t.items;
   if (want < 1) want = 1;
