@@ -57,17 +57,18 @@ struct Conv2dConfig {
 Status conv2d_validate(const Conv2dConfig& config);
 
 // Bytes of device workspace conv2d_forward needs for this config on the current CUDA device: the
-// repacked filter, a table of one int per reduction index (on-chip algorithm without padding),
-// the window tensor (materialized algorithm) and, for GEMMs too small to fill the GPU, the
-// partial tiles of the reduction splits. The splits depend on the device's SM count,
-// so ask with the device current that will run the call. Without a device: the unsplit size.
+// repacked filter, a table of one int per reduction index (on-chip algorithm without padding, but
+// for the NHWC channel-vector gather), the window tensor (materialized algorithm) and, for GEMMs
+// too small to fill the GPU, the partial tiles of the reduction splits. The splits depend on the
+// device's SM count, so ask with the device current that will run the call. Without a device, in
+// a build with the CUDA kernels: the unsplit size; a build without them returns kNoDevice.
 Status conv2d_forward_workspace_size(const Conv2dConfig& config, size_t* bytes);
 
 // The algorithm kAuto resolves to for this config (already resolved ones are returned unchanged).
 Status conv2d_select_algo(const Conv2dConfig& config, Conv2dAlgo* algo);
 
-// Runs y = conv2d(x, w) on `stream`. x, w and y must be non-null and aligned to 16 bytes;
-// workspace may be null only when the workspace size is 0.
+// Runs y = conv2d(x, w) on `stream`. x, w and y must be non-null and aligned to 16 bytes; so
+// must the workspace, which may be null only when the workspace size is 0.
 Status conv2d_forward(const Conv2dConfig& config, const void* x, const void* w, void* y,
                       void* workspace, size_t workspace_bytes, cudaStream_t stream);
 

@@ -10,7 +10,8 @@ the same order, so a given seed gives the same weights), same parameters and sta
     wavelet_scale.{l}.weight (1,4C,1,1)         initialised to 0.1
 
 so a checkpoint saved from the original loads unchanged. The forward runs the fused kernels
-on CUDA (through the winconv::wtconv2d_fwd/bwd operators) and the pure-PyTorch
+on CUDA (eagerly through the C++ operator winconv::wtconv2d_eager or the ctypes binding, under
+torch.compile through the winconv::wtconv2d_fwd/bwd operators) and the pure-PyTorch
 implementation elsewhere. The stored Haar filters are not read by the computation: only
 db1 is supported and it is computed in closed form, so loading checks they are Haar.
 """
