@@ -96,7 +96,10 @@ bool parse_options(int argc, char** argv, Options* opt, int* exit_code) {
       else if (a == "--out") opt->out_dir = v;
       else if (a == "--commit") opt->commit = v;
       else if (a == "--batch") opt->batch = std::stoll(v);
-      else if (a == "--reps") opt->reps = std::stoi(v);
+      else if (a == "--reps") {
+        opt->reps = std::stoi(v);
+        opt->reps_given = true;
+      }
       else if (a == "--check-pixels") opt->check_pixels = std::stoi(v);
       else if (a == "--precision") {
         opt->precisions.clear();
@@ -127,6 +130,11 @@ bool parse_options(int argc, char** argv, Options* opt, int* exit_code) {
   }
   if (opt->reps < 20) {
     std::fprintf(stderr, "winconv-bench: --reps must be >= 20 (the median of at least 20 launches)\n");
+    *exit_code = 2;
+    return false;
+  }
+  if (opt->check_pixels < 1) {
+    std::fprintf(stderr, "winconv-bench: --check-pixels must be >= 1\n");
     *exit_code = 2;
     return false;
   }

@@ -25,6 +25,7 @@ struct Options {
   int64_t batch = -1;              // -1: 128 on the GPU, 1 on the CPU path
   std::string out_dir = "bench/results/local";
   int reps = 30;
+  bool reps_given = false;  // --reps was passed (the CPU path otherwise takes 3)
   int warmup = 5;
   int check_pixels = 64;  // output pixels (all channels) compared with the FP64 reference per row
   std::string commit = "unknown";

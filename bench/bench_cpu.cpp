@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <new>
 #include <random>
 #include <thread>
 
@@ -31,7 +32,7 @@ void fill_random(float* data, size_t count, uint64_t seed) {
 
 bool run_cpu_bench(const Options& opt, const std::vector<Layer>& layers, std::vector<ResultRow>* rows,
                    RunHeader* header, std::string* error) {
-  const int reps = 3;  // CPU runs are long and steady; three give a median
+  const int reps = opt.reps_given ? opt.reps : 3;  // CPU runs are long and steady; three give a median
   header->device = "CPU path (" + std::to_string(std::thread::hardware_concurrency()) + " hardware threads)";
   header->timing = "median of " + std::to_string(reps) + " runs (host steady clock)";
   const int64_t batch = opt.batch > 0 ? opt.batch : 1;
@@ -49,8 +50,16 @@ bool run_cpu_bench(const Options& opt, const std::vector<Layer>& layers, std::ve
           continue;
         }
         const Conv2dProblem& pb = cfg.problem;
-        std::vector<float> x(size_t(pb.x_elements())), w(size_t(pb.w_elements()));
-        std::vector<float> y(size_t(pb.y_elements()), std::numeric_limits<float>::quiet_NaN());
+        std::vector<float> x, w, y;
+        try {
+          x.resize(size_t(pb.x_elements()));
+          w.resize(size_t(pb.w_elements()));
+          y.assign(size_t(pb.y_elements()), std::numeric_limits<float>::quiet_NaN());
+        } catch (const std::bad_alloc&) {
+          row.skipped = "not enough host memory for x, w and y";
+          rows->push_back(row);
+          continue;
+        }
         fill_random(x.data(), x.size(), rng());
         fill_random(w.data(), w.size(), rng());
         std::vector<double> times;

@@ -169,3 +169,21 @@ def test_floor_against_the_fp32_rate():
     text = "\n".join(plot_wtconv._floor_lines(env, table, n, fwd_flops))
     flop_ms = 3 * fwd_flops / 66.9e12 * 1e3  # 2.709 ms, above the byte floor 10.7e9 / 4e12 = 2.684 ms
     assert f"| {flop_ms:.3f} | {flop_ms:.3f} | 5.418 | {5.418 / flop_ms:.2f} |" in text
+
+
+def test_a_timed_winconv_row_passes_only_with_finite_checked_errors():
+    def row(impl="winconv", dtype="fp32", **values):
+        return wtconv_bench.Result("s", dtype, impl, dict(fwd_ms=1.0, train_ms=2.0, **values))
+
+    good = row(rel_err_f64=1e-7, grad_rel_err_f64=2e-7)
+    nan_grad = row(rel_err_f64=1e-7, grad_rel_err_f64=float("nan"))
+    unchecked_grad = row(rel_err_f64=1e-7)  # the gradient check raised before writing its value
+    half_ok = row(dtype="fp16", rel_err_f64=3e-3, grad_rel_err_f64=4e-3)
+    half_bad = row(dtype="bf16", rel_err_f64=3e-3, grad_rel_err_f64=2e-2)
+    other = row(impl="official_fused", rel_err_f64=float("nan"))  # reported, not gated
+    not_run = wtconv_bench.Result("s", "fp32", "winconv", {"error": "RuntimeError: boom"})
+    failed, inaccurate = wtconv_bench.problems([good, nan_grad, unchecked_grad, half_ok, half_bad, other, not_run],
+                                               f64_check=True)
+    assert failed == [not_run]
+    assert inaccurate == [nan_grad, unchecked_grad, half_bad]
+    assert wtconv_bench.problems([nan_grad], f64_check=False) == ([], [])
