@@ -259,6 +259,33 @@ TEST(WtconvPlan, LargeProblemsSplitIntoShortBlocks) {
   }
 }
 
+// The kernels form a plane index b0 + p (p < np) in int. With batches near 2^31 and planes per item
+// that do not divide 2^31 (the sized and balanced base tiles), the last group's indices wrapped
+// negative: bgroups * np must stay <= 2^31 for every tile of every plan.
+TEST(WtconvPlan, PlaneIndicesOfTheLastGroupFitInt) {
+  auto check = [](const WtconvTile& t, const char* what) {
+    EXPECT_LE(int64_t(t.bgroups) * t.np, int64_t(1) << 31) << what << " np " << t.np << " bgroups " << t.bgroups;
+  };
+  std::mt19937_64 rng(31);
+  for (int i = 0; i < 400; ++i) {
+    WtconvProblem p;
+    p.batch = i == 0 ? INT32_MAX : INT32_MAX - int64_t(rng() % 300);  // i = 0: 1 x 1, k = 3, L = 1 below
+    p.channels = 1;
+    p.height = i == 0 ? 1 : 1 + int64_t(rng() % 2);
+    p.width = i == 0 ? 1 : 1 + int64_t(rng() % 3);
+    p.kernel_size = i == 0 ? 3 : 1 + 2 * int64_t(rng() % 8);
+    p.levels = i == 0 ? 1 : 1 + int64_t(rng() % 8);
+    SCOPED_TRACE(describe(p));
+    const WtconvPlan plan = make_wtconv_plan(p);
+    check(plan.fwd_base, "fwd_base");
+    check(plan.bwd_base, "bwd_base");
+    for (int l = 2; l <= plan.L; ++l) {
+      check(plan.fwd_level[l], "fwd_level");
+      check(plan.bwd_level[l], "bwd_level");
+    }
+  }
+}
+
 TEST(WtconvPlan, RuntimeKernelSizeBackwardFitsItsBlocksWithTheLargestTile) {
   // The runtime-k backward base (k = 9..15) runs at 2 blocks per SM (128 registers: one kernel
   // holds the correlation rings of every size), its k = 1 instance at 4 (its own ring alone: perf

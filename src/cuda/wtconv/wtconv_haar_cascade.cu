@@ -298,7 +298,8 @@ cudaError_t launch_haar_cascade_pair(const CascadeInput<Tin, Tfirst>& a, const C
   size_t smem_a, smem_b;
   const CascadeGeom<Tfirst> ga = cascade_geom(a.in, planes, hin, win, levels, a.first, a.deeper, hout, wout, &grid_a, &smem_a);
   const CascadeGeom<Tfirst> gb = cascade_geom(b.in, planes, hin, win, levels, b.first, b.deeper, hout, wout, &grid_b, &smem_b);
-  if (ga.plane_path && gb.plane_path) {
+  // One launch for both chains unless its grid would pass gridDim.x's 2^31 - 1 (about 2^31 planes).
+  if (ga.plane_path && gb.plane_path && uint64_t(grid_a.x) + grid_b.x <= uint64_t(INT32_MAX)) {
     haar_cascade_pair_kernel<Tin, Tfirst><<<grid_a.x + grid_b.x, kBlockThreads, smem_a > smem_b ? smem_a : smem_b,
                                             stream>>>(a.in, ga, grid_a.x, b.in, gb);
     return cudaGetLastError();

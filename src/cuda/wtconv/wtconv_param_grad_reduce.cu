@@ -18,7 +18,7 @@ __device__ __forceinline__ double warp_sum_fixed(double v) {
 // (a thread per filter left ~kk * splits dependent-latency loads on one thread).
 __global__ void param_grad_reduce_kernel(ParamGradArgs a) {
   const int filters = 1 + 4 * a.L;
-  const int64_t w = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int64_t w = ((int64_t(blockIdx.y) * gridDim.x + blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
   if (w >= int64_t(a.C) * filters) return;  // whole warps leave together
   const int c = int(w / filters), f = int(w % filters);
@@ -75,7 +75,10 @@ __global__ void param_grad_reduce_kernel(ParamGradArgs a) {
 cudaError_t launch_param_grad_reduce(const ParamGradArgs& a, cudaStream_t stream) {
   const int64_t threads = int64_t(a.C) * (1 + 4 * a.L) * 32;
   const int block = 128;
-  param_grad_reduce_kernel<<<unsigned((threads + block - 1) / block), block, 0, stream>>>(a);
+  // Up to ~2.2e9 blocks (C = 2^28 - 1 at L = 8): a 2-D grid keeps each dimension in range.
+  const int64_t blocks = (threads + block - 1) / block;
+  const dim3 grid(unsigned(std::min<int64_t>(blocks, 65535)), unsigned((blocks + 65534) / 65535));
+  param_grad_reduce_kernel<<<grid, block, 0, stream>>>(a);
   return cudaGetLastError();
 }
 

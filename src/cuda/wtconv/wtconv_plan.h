@@ -99,6 +99,9 @@ constexpr int64_t kMaxBlockPixels = 65536;
 // coefficients 4), and 2 in the level kernels, whose four subband convolutions per coefficient are
 // about half of what a level-1 coefficient costs the base kernels.
 inline void finish_tile(WtconvTile& t, int64_t B, int64_t C, int64_t gh, int64_t gw, int64_t cell_pixels) {
+  // The kernels form plane indices b0 + p (p < np) in int: the last group's must stay below 2^31
+  // (only batches near 2^31 with planes per item that do not divide 2^31 need fewer).
+  while (t.np > 1 && ceil_div(B, t.np) * t.np > (int64_t(1) << 31)) --t.np;
   t.tiles_y = int(ceil_div(gh, t.th));
   t.tiles_x = int(ceil_div(gw, t.tw));
   t.bgroups = int(ceil_div(B, t.np));
