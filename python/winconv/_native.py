@@ -6,6 +6,7 @@ torch.cuda.current_stream(), so the ops work under CUDA-graph capture and torch.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import os
@@ -204,6 +205,15 @@ def wtconv2d_io_bytes(batch: int, channels: int, height: int, width: int, kernel
     return fwd.value, bwd.value
 
 
+def _on_device(device: torch.device):
+    """The library launches on the current CUDA device (and sizes its plans by it): make it the
+    tensors' device for the call when it is not already (a no-op context otherwise, as the
+    switch costs host time on the small shapes)."""
+    if device.index is None or device.index == torch.cuda.current_device():
+        return contextlib.nullcontext()
+    return torch.cuda.device(device)
+
+
 def wtconv2d_forward(x, base_weight, base_bias, base_scale, level_weights, level_scales, stride: int,
                      checked: bool = False):
     _require()
@@ -212,10 +222,11 @@ def wtconv2d_forward(x, base_weight, base_bias, base_scale, level_weights, level
     y = torch.empty((B, C, -(-H // stride), -(-W // stride)), dtype=x.dtype, device=x.device)
     ws, nbytes = _workspace("forward", dims, x.device)
     stream = torch.cuda.current_stream(x.device).cuda_stream
-    rc = _lib.winconv_wtconv_forward(
-        *dims, x.data_ptr(), base_weight.data_ptr(), base_bias.data_ptr() if base_bias is not None else None,
-        base_scale.data_ptr(), _ptrs(level_weights), _ptrs(level_scales), y.data_ptr(), ws.data_ptr(), nbytes,
-        stream)
+    with _on_device(x.device):
+        rc = _lib.winconv_wtconv_forward(
+            *dims, x.data_ptr(), base_weight.data_ptr(), base_bias.data_ptr() if base_bias is not None else None,
+            base_scale.data_ptr(), _ptrs(level_weights), _ptrs(level_scales), y.data_ptr(), ws.data_ptr(), nbytes,
+            stream)
     _check_rc(rc, "wtconv2d_forward")
     return y
 
@@ -239,10 +250,11 @@ def wtconv2d_backward(grad_y, x, base_weight, base_bias, base_scale, level_weigh
     g_sl = [torch.empty_like(s) for s in level_scales]
     ws, nbytes = _workspace("backward", dims, dev)
     stream = torch.cuda.current_stream(dev).cuda_stream
-    rc = _lib.winconv_wtconv_backward(
-        *dims, grad_y.data_ptr(), x.data_ptr(), base_weight.data_ptr(),
-        base_bias.data_ptr() if base_bias is not None else None, base_scale.data_ptr(), _ptrs(level_weights),
-        _ptrs(level_scales), grad_x.data_ptr(), g_w0.data_ptr(), g_b0.data_ptr() if g_b0 is not None else None,
-        g_s0.data_ptr(), _ptrs(g_wl), _ptrs(g_sl), ws.data_ptr(), nbytes, stream)
+    with _on_device(dev):
+        rc = _lib.winconv_wtconv_backward(
+            *dims, grad_y.data_ptr(), x.data_ptr(), base_weight.data_ptr(),
+            base_bias.data_ptr() if base_bias is not None else None, base_scale.data_ptr(), _ptrs(level_weights),
+            _ptrs(level_scales), grad_x.data_ptr(), g_w0.data_ptr(), g_b0.data_ptr() if g_b0 is not None else None,
+            g_s0.data_ptr(), _ptrs(g_wl), _ptrs(g_sl), ws.data_ptr(), nbytes, stream)
     _check_rc(rc, "wtconv2d_backward")
     return grad_x, g_w0, g_b0, g_s0, g_wl, g_sl

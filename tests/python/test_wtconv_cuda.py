@@ -194,6 +194,24 @@ def test_strides_past_the_plane_act_as_the_plane_extent():
             assert torch.equal(got, want), stride
 
 
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA devices")
+@pytest.mark.parametrize("call", [_call_module, _call_ctypes, _call_custom_op], ids=["module", "ctypes", "custom_op"])
+def test_tensors_on_a_device_that_is_not_current(call):
+    """Every path runs on the tensors' device, whichever is current: the same bits as there."""
+    layer0 = _randomised_layer(8, 5, 2, 1).cuda(0)
+    layer1 = _randomised_layer(8, 5, 2, 1).cuda(1)
+    x = torch.randn(2, 8, 21, 18, device="cuda:0")
+    outputs = []
+    for layer, xi in ((layer0, x), (layer1, x.to("cuda:1"))):
+        with torch.cuda.device(0):  # cuda:0 current for both
+            xi = xi.clone().requires_grad_(True)
+            y = call(layer, xi)
+            (gx,) = torch.autograd.grad(y.square().sum(), xi)
+        outputs.append((y.cpu(), gx.cpu()))
+    for a, b in zip(*outputs):
+        assert torch.equal(a, b)
+
+
 def test_cuda_graph_capture_and_replay():
     layer = _randomised_layer(16, 5, 3, 1).cuda()
     static_x = torch.randn(2, 16, 40, 36, device="cuda", requires_grad=True)
