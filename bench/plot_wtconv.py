@@ -119,7 +119,8 @@ def summary_markdown(rows, env, table) -> str:
         "`train` is forward + backward in eager mode, `graph` the same step replayed from a CUDA graph. "
         "Peak is the training step's device memory above its inputs. `rel_err` is winconv's forward against "
         "the original module in float32 with the same float32 weights, on the same dtype-rounded input "
-        "(errors against float64, forward and input gradient, are in wtconv_extra.csv).",
+        "(against the float64 oracle when the original is not given; float64 errors of the forward and the "
+        "input gradient are in wtconv_extra.csv).",
     ]
     for dtype in DTYPE_ORDER:
         present = [s for s in shapes if (dtype, s) in table]
