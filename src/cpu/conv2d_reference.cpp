@@ -2,11 +2,11 @@
 // directly with double accumulation. Slow on purpose; no shortcut that could share a bug with
 // the fast paths (no window tensor, no GEMM view).
 #include <algorithm>
-#include <system_error>
 #include <thread>
 #include <vector>
 
 #include "common/conv2d_validate.h"
+#include "cpu/start_thread.h"
 #include "winconv/conv2d.h"
 
 namespace winconv {
@@ -61,7 +61,7 @@ Status conv2d_reference(const Conv2dConfig& config, const float* x, const float*
   const int64_t threads = std::max<int64_t>(1, std::min<int64_t>(rows, std::thread::hardware_concurrency()));
   std::vector<std::thread> pool;
   for (int64_t t = 0; t < threads; ++t) {
-    const auto work = [&, t] {
+    start_or_run_inline(pool, [&, t] {
       std::vector<double> y_k(size_t(pb.k));
       for (int64_t row = t; row < rows; row += threads) {
         const int64_t n = row / P, p = row % P;
@@ -71,12 +71,7 @@ Status conv2d_reference(const Conv2dConfig& config, const float* x, const float*
             y[nchw ? ((n * pb.k + k) * P + p) * Q + q : ((n * P + p) * Q + q) * pb.k + k] = y_k[size_t(k)];
         }
       }
-    };
-    try {
-      pool.emplace_back(work);
-    } catch (const std::system_error&) {
-      work();  // no thread to be had: these rows run on the calling thread
-    }
+    });
   }
   for (auto& th : pool) th.join();
   return Status::Ok();

@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <new>
 #include <string>
-#include <system_error>
 #include <thread>
 #include <vector>
 
 #include "common/conv2d_validate.h"
 #include "cpu/im2win_cpu.h"
+#include "cpu/start_thread.h"
 
 namespace winconv {
 namespace {
@@ -29,14 +29,9 @@ void parallel_for(int64_t count, int threads, Body body) {
   const int64_t chunk = (count + threads - 1) / threads;
   for (int t = 0; t < threads; ++t) {
     const int64_t begin = t * chunk, end = std::min(count, begin + chunk);
-    const auto work = [=] {
+    start_or_run_inline(pool, [=] {
       for (int64_t i = begin; i < end; ++i) body(i);
-    };
-    try {
-      pool.emplace_back(work);
-    } catch (const std::system_error&) {
-      work();  // no thread to be had: this chunk runs on the calling thread
-    }
+    });
   }
   for (auto& th : pool) th.join();
 }
