@@ -58,6 +58,23 @@ WtconvProblem with_reduced_stride(WtconvProblem p) {
   return p;
 }
 
+// Validates `requested` and, when it is valid, gives the problem the library runs for it.
+Status validated(const WtconvProblem& requested, WtconvProblem* problem) {
+  Status st = wtconv_validate(requested);
+  if (st.ok()) *problem = with_reduced_stride(requested);
+  return st;
+}
+
+#if WINCONV_HAVE_CUDA
+// A call that failed on a machine without a usable sm_90 device says so (NoDevice, Unsupported),
+// as conv2d does; the device is looked at only then, not on every call's host path.
+Status with_device_reason(Status st) {
+  if (st.ok()) return st;
+  const Status device = cuda_check_device(nullptr);
+  return device.ok() ? st : device;
+}
+#endif
+
 Status check_workspace(const void* ws, size_t bytes, size_t need) {
   if (bytes < need)
     return Status(StatusCode::kWorkspaceTooSmall,
@@ -100,9 +117,9 @@ Status wtconv_validate(const WtconvProblem& p) {
 
 Status wtconv_forward_workspace_size(const WtconvProblem& requested, size_t* bytes) {
   if (bytes == nullptr) return Status(StatusCode::kNullPointer, "wtconv: bytes must not be null");
-  Status st = wtconv_validate(requested);
+  WtconvProblem problem;
+  Status st = validated(requested, &problem);
   if (!st.ok()) return st;
-  const WtconvProblem problem = with_reduced_stride(requested);
   *bytes = wtconv_detail::make_wtconv_run(problem, false).bytes;
   return Status::Ok();
 }
@@ -110,27 +127,27 @@ Status wtconv_forward_workspace_size(const WtconvProblem& requested, size_t* byt
 Status wtconv_io_bytes(const WtconvProblem& requested, uint64_t* forward_bytes, uint64_t* backward_bytes) {
   if (forward_bytes == nullptr || backward_bytes == nullptr)
     return Status(StatusCode::kNullPointer, "wtconv: forward_bytes and backward_bytes must not be null");
-  Status st = wtconv_validate(requested);
+  WtconvProblem problem;
+  Status st = validated(requested, &problem);
   if (!st.ok()) return st;
-  const WtconvProblem problem = with_reduced_stride(requested);
   wtconv_detail::run_io_bytes(problem, forward_bytes, backward_bytes);
   return Status::Ok();
 }
 
 Status wtconv_backward_workspace_size(const WtconvProblem& requested, size_t* bytes) {
   if (bytes == nullptr) return Status(StatusCode::kNullPointer, "wtconv: bytes must not be null");
-  Status st = wtconv_validate(requested);
+  WtconvProblem problem;
+  Status st = validated(requested, &problem);
   if (!st.ok()) return st;
-  const WtconvProblem problem = with_reduced_stride(requested);
   *bytes = wtconv_detail::make_wtconv_run(problem, true).bytes;
   return Status::Ok();
 }
 
 Status wtconv_forward(const WtconvProblem& requested, const void* x, const WtconvParams& params, void* y,
                       void* workspace, size_t workspace_bytes, cudaStream_t stream) {
-  Status st = wtconv_validate(requested);
+  WtconvProblem problem;
+  Status st = validated(requested, &problem);
   if (!st.ok()) return st;
-  const WtconvProblem problem = with_reduced_stride(requested);
   const size_t ab = precision_bytes(problem.precision);
   if (!(st = check_pointer(x, ab, "x", true)).ok()) return st;
   if (!(st = check_pointer(y, ab, "y", true)).ok()) return st;
@@ -138,8 +155,7 @@ Status wtconv_forward(const WtconvProblem& requested, const void* x, const Wtcon
   const wtconv_detail::WtconvRun run = wtconv_detail::make_wtconv_run(problem, false);
   if (!(st = check_workspace(workspace, workspace_bytes, run.bytes)).ok()) return st;
 #if WINCONV_HAVE_CUDA
-  if (!(st = cuda_check_device(nullptr)).ok()) return st;
-  return wtconv_detail::wtconv_forward_cuda(run, problem.precision, x, params, y, workspace, stream);
+  return with_device_reason(wtconv_detail::wtconv_forward_cuda(run, problem.precision, x, params, y, workspace, stream));
 #else
   (void)stream;
   return Status(StatusCode::kNoDevice, "wtconv_forward: this build of winconv has no CUDA support");
@@ -149,9 +165,9 @@ Status wtconv_forward(const WtconvProblem& requested, const void* x, const Wtcon
 Status wtconv_backward(const WtconvProblem& requested, const void* dy, const void* x, const WtconvParams& params,
                        void* dx, const WtconvParamGrads& grads, void* workspace, size_t workspace_bytes,
                        cudaStream_t stream) {
-  Status st = wtconv_validate(requested);
+  WtconvProblem problem;
+  Status st = validated(requested, &problem);
   if (!st.ok()) return st;
-  const WtconvProblem problem = with_reduced_stride(requested);
   const size_t ab = precision_bytes(problem.precision);
   if (!(st = check_pointer(dy, ab, "dy", true)).ok()) return st;
   if (!(st = check_pointer(x, ab, "x", true)).ok()) return st;
@@ -169,8 +185,8 @@ Status wtconv_backward(const WtconvProblem& requested, const void* dy, const voi
   const wtconv_detail::WtconvRun run = wtconv_detail::make_wtconv_run(problem, true);
   if (!(st = check_workspace(workspace, workspace_bytes, run.bytes)).ok()) return st;
 #if WINCONV_HAVE_CUDA
-  if (!(st = cuda_check_device(nullptr)).ok()) return st;
-  return wtconv_detail::wtconv_backward_cuda(run, problem.precision, dy, x, params, dx, grads, workspace, stream);
+  return with_device_reason(
+      wtconv_detail::wtconv_backward_cuda(run, problem.precision, dy, x, params, dx, grads, workspace, stream));
 #else
   (void)stream;
   return Status(StatusCode::kNoDevice, "wtconv_backward: this build of winconv has no CUDA support");
