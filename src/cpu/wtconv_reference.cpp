@@ -161,10 +161,9 @@ void backward(const WtconvProblem& problem, const float* dy, const float* x, con
     }
 }
 
-}  // namespace
-
-void wtconv_reference_forward(const WtconvProblem& problem, const float* x, const WtconvParams& prm,
-                              std::vector<double>* y) {
+// The forward of wtconv_reference_forward; all_plus: every Haar sign + (wtconv_reference_forward_magnitudes).
+void forward(const WtconvProblem& problem, const float* x, const WtconvParams& prm, std::vector<double>* y,
+             bool all_plus) {
   const Dims d = dims_of(problem);
   const int kk = d.k * d.k;
   y->assign(size_t(d.B) * d.C * d.Ho * d.Wo, 0.0);
@@ -173,7 +172,7 @@ void wtconv_reference_forward(const WtconvProblem& problem, const float* x, cons
       const size_t pl = size_t(b) * d.C + c;
       Plane x0(x + pl * d.H * d.W, x + (pl + 1) * d.H * d.W);
       Plane Y[kWtconvMaxLevels + 1][4];
-      analysis(d, x0, Y);
+      analysis(d, x0, Y, all_plus);
       Plane out = corr_same(x0, d.H, d.W, prm.base_weight + size_t(c) * kk, d.k);
       const double s0 = prm.base_scale[c], bias = prm.base_bias ? prm.base_bias[c] : 0.0;
       for (double& v : out) v = s0 * (v + bias);
@@ -188,7 +187,8 @@ void wtconv_reference_forward(const WtconvProblem& problem, const float* x, cons
         for (int yy = 0; yy < d.H; ++yy)
           for (int xx = 0; xx < d.W; ++xx) {
             const size_t o = size_t(yy >> l) * d.wl[l] + (xx >> l);
-            const double sy = ((yy >> (l - 1)) & 1) ? -1.0 : 1.0, sx = ((xx >> (l - 1)) & 1) ? -1.0 : 1.0;
+            const double sy = ((yy >> (l - 1)) & 1) && !all_plus ? -1.0 : 1.0,
+                         sx = ((xx >> (l - 1)) & 1) && !all_plus ? -1.0 : 1.0;
             out[size_t(yy) * d.W + xx] += f * (Z[0][o] + sy * Z[1][o] + sx * Z[2][o] + sy * sx * Z[3][o]);
           }
       }
@@ -196,6 +196,18 @@ void wtconv_reference_forward(const WtconvProblem& problem, const float* x, cons
         for (int ox = 0; ox < d.Wo; ++ox)
           (*y)[pl * d.Ho * d.Wo + size_t(oy) * d.Wo + ox] = out[size_t(oy * d.s) * d.W + ox * d.s];
     }
+}
+
+}  // namespace
+
+void wtconv_reference_forward(const WtconvProblem& problem, const float* x, const WtconvParams& prm,
+                              std::vector<double>* y) {
+  forward(problem, x, prm, y, false);
+}
+
+void wtconv_reference_forward_magnitudes(const WtconvProblem& problem, const float* x, const WtconvParams& prm,
+                                         std::vector<double>* y) {
+  forward(problem, x, prm, y, true);
 }
 
 void wtconv_reference_backward(const WtconvProblem& problem, const float* dy, const float* x,

@@ -14,6 +14,12 @@ namespace winconv {
 void wtconv_reference_forward(const WtconvProblem& problem, const float* x, const WtconvParams& params,
                               std::vector<double>* y);
 
+// The sizes of y's terms: the forward above on magnitudes (callers pass |x| and every parameter's
+// magnitude) with every Haar sign +, so that each output is the sum of the magnitudes of the terms
+// that the exact y sums (the tests' per-element bound on 16-bit outputs).
+void wtconv_reference_forward_magnitudes(const WtconvProblem& problem, const float* x, const WtconvParams& params,
+                                         std::vector<double>* y);
+
 struct WtconvReferenceGrads {
   std::vector<double> dx;                        // (B, C, H, W)
   std::vector<double> base_weight;               // (C, k, k)

@@ -112,6 +112,49 @@ TEST(Conv2dCpu, PoisonedOutputIsDetected) {
   EXPECT_FALSE(testing::relative_l2(got, ref) <= 1e-5);
 }
 
+// The oracle sums in double: 2^24 + 1 - 2^24 is 1 there and 0 in float.
+TEST(Conv2dReference, AccumulatesInDouble) {
+  Conv2dConfig cfg;
+  cfg.problem.c = 3;
+  const std::vector<float> x = {16777216.f, 1.f, -16777216.f}, w = {1.f, 1.f, 1.f};
+  double y = 0;
+  ASSERT_TRUE(conv2d_reference(cfg, x.data(), w.data(), &y).ok());
+  EXPECT_EQ(y, 1.0);
+}
+
+// conv2d_reference_pixel (the big tests' spot checks) gives the full reference's values, exactly,
+// and refuses pixels outside the output and null pointers.
+TEST(Conv2dReference, PixelMatchesTheFullReference) {
+  Conv2dConfig cfg;
+  cfg.problem.n = 2; cfg.problem.c = 3; cfg.problem.h = 11; cfg.problem.w = 13; cfg.problem.k = 5;
+  cfg.problem.r = 3; cfg.problem.s = 5; cfg.problem.stride_h = 2; cfg.problem.pad_h = 1; cfg.problem.pad_w = 2;
+  for (Layout layout : {Layout::kNCHW, Layout::kNHWC}) {
+    cfg.layout = layout;
+    const Conv2dProblem& pb = cfg.problem;
+    std::mt19937_64 rng(3);
+    const auto x = random_vector(size_t(pb.x_elements()), rng), w = random_vector(size_t(pb.w_elements()), rng);
+    std::vector<double> y(size_t(pb.y_elements())), yk(size_t(pb.k));
+    ASSERT_TRUE(conv2d_reference(cfg, x.data(), w.data(), y.data()).ok());
+    const int64_t P = pb.p(), Q = pb.q(), K = pb.k;
+    for (int64_t n = 0; n < pb.n; ++n)
+      for (int64_t p = 0; p < P; ++p)
+        for (int64_t q = 0; q < Q; ++q) {
+          ASSERT_TRUE(conv2d_reference_pixel(cfg, x.data(), w.data(), n, p, q, yk.data()).ok());
+          for (int64_t k = 0; k < K; ++k) {
+            const int64_t at = layout == Layout::kNCHW ? ((n * K + k) * P + p) * Q + q : ((n * P + p) * Q + q) * K + k;
+            ASSERT_EQ(yk[size_t(k)], y[size_t(at)]) << n << " " << p << " " << q << " " << k;
+          }
+        }
+    const int64_t outside[][3] = {{pb.n, 0, 0}, {0, P, 0}, {0, 0, Q}, {-1, 0, 0}, {0, -1, 0}, {0, 0, -1}};
+    for (const auto& o : outside)
+      EXPECT_EQ(conv2d_reference_pixel(cfg, x.data(), w.data(), o[0], o[1], o[2], yk.data()).code(),
+                StatusCode::kInvalidArgument);
+    EXPECT_EQ(conv2d_reference_pixel(cfg, x.data(), w.data(), 0, 0, 0, nullptr).code(), StatusCode::kNullPointer);
+    EXPECT_EQ(conv2d_reference(cfg, x.data(), w.data(), nullptr).code(), StatusCode::kNullPointer);
+    EXPECT_EQ(conv2d_reference(cfg, nullptr, w.data(), y.data()).code(), StatusCode::kNullPointer);
+  }
+}
+
 // Virtual address space of this process in bytes (Linux), to leave a limit just above it.
 size_t virtual_bytes() {
   unsigned long pages = 0;

@@ -53,9 +53,11 @@ const BadCase kBadCases[] = {
     {"zero filter", [](Conv2dConfig& c) { c.problem.s = 0; }, StatusCode::kInvalidArgument, "s (filter width)"},
     {"zero stride", [](Conv2dConfig& c) { c.problem.stride_h = 0; }, StatusCode::kInvalidArgument, "stride_h must be >= 1, got 0"},
     {"negative pad", [](Conv2dConfig& c) { c.problem.pad_w = -1; }, StatusCode::kInvalidArgument, "padding must be >= 0"},
+    {"negative pad_h", [](Conv2dConfig& c) { c.problem.pad_h = -1; }, StatusCode::kInvalidArgument, "padding must be >= 0"},
     {"filter taller than input", [](Conv2dConfig& c) { c.problem.r = 14; }, StatusCode::kInvalidArgument, "output height would be < 1"},
     {"filter wider than input", [](Conv2dConfig& c) { c.problem.s = 18; }, StatusCode::kInvalidArgument, "output width would be < 1"},
     {"dilation", [](Conv2dConfig& c) { c.problem.dilation_h = 2; }, StatusCode::kUnsupported, "dilation other than 1"},
+    {"dilation_w", [](Conv2dConfig& c) { c.problem.dilation_w = 2; }, StatusCode::kUnsupported, "dilation other than 1"},
     {"groups", [](Conv2dConfig& c) { c.problem.groups = 3; }, StatusCode::kUnsupported, "groups other than 1"},
     {"fp16", [](Conv2dConfig& c) { c.precision = Precision::kFP16; }, StatusCode::kUnsupported, "precision fp16"},
     // Out-of-range enum values (a cast int): NHWC was assumed for any layout but NCHW, and an unknown
@@ -77,6 +79,19 @@ const BadCase kBadCases[] = {
                                                             c.problem.stride_h = int64_t(1) << 30; },
      StatusCode::kIndexOverflow, "the padded input h+2*pad_h"},
     {"huge dimension", [](Conv2dConfig& c) { c.problem.w = int64_t(1) << 40; }, StatusCode::kIndexOverflow, "exceeds the supported maximum"},
+    {"stride one past int32", [](Conv2dConfig& c) { c.problem.stride_w = int64_t(1) << 31; }, StatusCode::kIndexOverflow,
+     "exceeds the supported maximum"},
+    // c*h*w exactly 2^31 (the tightest image the bound must refuse; c*p*w'*r is smaller at stride 2).
+    {"image of 2^31 elements", [](Conv2dConfig& c) { c.problem = {}; c.problem.c = 1 << 15; c.problem.h = 2;
+                                                      c.problem.w = 1 << 15; c.problem.stride_h = 2;
+                                                      c.problem.stride_w = 1 << 15; },
+     StatusCode::kIndexOverflow, "one input image c*h*w"},
+    {"gemm K one past its limit", [](Conv2dConfig& c) { c.problem = {}; c.problem.c = (int64_t(1) << 31) - 15; },
+     StatusCode::kIndexOverflow, "exceeds 2^31-16"},
+    {"x bytes overflowing int64", [](Conv2dConfig& c) { c.problem = {}; c.problem.n = (int64_t(1) << 31) - 1;
+                                                         c.problem.h = (int64_t(1) << 31) - 1;
+                                                         c.problem.stride_h = (int64_t(1) << 31) - 1; },
+     StatusCode::kIndexOverflow, "the byte size of x overflows 64 bits"},
     {"product overflowing int64", [](Conv2dConfig& c) { c.problem.n = (int64_t(1) << 31) - 1; c.problem.c = (int64_t(1) << 31) - 1; },
      StatusCode::kIndexOverflow, "exceeds 2^31-1"},
 };
@@ -101,6 +116,42 @@ TEST(Conv2dBadPointers, CpuPathRejectsNulls) {
   // The GPU entry point checks its pointers before it looks for a device, in every build.
   EXPECT_EQ(conv2d_forward(cfg, nullptr, buf, buf, nullptr, 0, nullptr).code(), StatusCode::kNullPointer);
   EXPECT_EQ(conv2d_forward(cfg, buf, buf, nullptr, nullptr, 0, nullptr).code(), StatusCode::kNullPointer);
+}
+
+// The limits above are exact: one step inside each is valid.
+TEST(Conv2dShape, LimitsAreExact) {
+  Conv2dConfig c = good();
+  c.problem.stride_w = (int64_t(1) << 31) - 1;
+  EXPECT_TRUE(conv2d_validate(c).ok()) << conv2d_validate(c).to_string();
+  c.problem = {};
+  c.problem.c = (1 << 15) - 1; c.problem.h = 2; c.problem.w = 1 << 15; c.problem.stride_h = 2; c.problem.stride_w = 1 << 15;
+  EXPECT_TRUE(conv2d_validate(c).ok()) << conv2d_validate(c).to_string();
+  c.problem = {};
+  c.problem.c = (int64_t(1) << 31) - 16;
+  EXPECT_TRUE(conv2d_validate(c).ok()) << conv2d_validate(c).to_string();
+}
+
+// Pointer alignment is checked before a device is looked for, in every build.
+TEST(Conv2dBadPointers, MisalignedRejectedBeforeTheDevice) {
+  const Conv2dConfig cfg = good();
+  alignas(16) static float buf[16];
+  Status st = conv2d_forward(cfg, buf + 1, buf, buf, nullptr, 0, nullptr);
+  EXPECT_EQ(st.code(), StatusCode::kMisalignedPointer) << st.to_string();
+  EXPECT_NE(st.message().find("x must be aligned to 16 bytes"), std::string::npos) << st.to_string();
+  EXPECT_EQ(conv2d_forward(cfg, buf, buf + 2, buf, nullptr, 0, nullptr).code(), StatusCode::kMisalignedPointer);
+  EXPECT_EQ(conv2d_forward(cfg, buf, buf, buf + 2, nullptr, 0, nullptr).code(), StatusCode::kMisalignedPointer);
+}
+
+TEST(Conv2dAlgoChoice, AutoResolvesToOnChip) {
+  Conv2dConfig cfg = good();
+  Conv2dAlgo a = Conv2dAlgo::kMaterialized;
+  ASSERT_TRUE(conv2d_select_algo(cfg, &a).ok());
+  EXPECT_EQ(a, Conv2dAlgo::kOnChip);
+  cfg.algo = Conv2dAlgo::kMaterialized;
+  a = Conv2dAlgo::kAuto;
+  ASSERT_TRUE(conv2d_select_algo(cfg, &a).ok());
+  EXPECT_EQ(a, Conv2dAlgo::kMaterialized);
+  EXPECT_EQ(conv2d_select_algo(cfg, nullptr).code(), StatusCode::kNullPointer);
 }
 
 TEST(Conv2dNames, Stable) {

@@ -3,6 +3,7 @@
 // the backward against central finite differences of that literal forward, and bad-input statuses.
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -234,11 +235,49 @@ TEST(WtconvCpu, BackwardMatchesFiniteDifferences) {
   }
 }
 
+// The parameter gradients sum over the batch, and each item's dx is its own: the backward of a
+// batch of 3 against three backwards of one item (the finite-difference test above has batch 1).
+TEST(WtconvCpu, BackwardSumsParameterGradientsOverTheBatch) {
+  const int B = 3;
+  const Model m = make_model(B, 2, 7, 6, 3, 2, 2, 42);
+  const std::vector<float> x = random_x(m.p, 5);
+  std::vector<float> dy = random_x(m.p, 6);
+  dy.resize(size_t(m.p.y_elements()));
+  WtconvReferenceGrads all, sum;
+  wtconv_reference_backward(m.p, dy.data(), x.data(), m.params(), &all);
+  WtconvProblem one = m.p;
+  one.batch = 1;
+  const size_t xs = size_t(one.x_elements()), ys = size_t(one.y_elements());
+  auto add = [](Vec& acc, const Vec& v) {
+    acc.resize(v.size(), 0.0);
+    for (size_t i = 0; i < v.size(); ++i) acc[i] += v[i];
+  };
+  for (int b = 0; b < B; ++b) {
+    WtconvReferenceGrads g;
+    wtconv_reference_backward(one, dy.data() + b * ys, x.data() + b * xs, m.params(), &g);
+    add(sum.base_weight, g.base_weight); add(sum.base_scale, g.base_scale); add(sum.base_bias, g.base_bias);
+    for (int l = 0; l < m.p.levels; ++l) { add(sum.level_weight[l], g.level_weight[l]); add(sum.level_scale[l], g.level_scale[l]); }
+    for (size_t i = 0; i < xs; ++i) ASSERT_EQ(all.dx[b * xs + i], g.dx[i]) << "item " << b << " element " << i;
+  }
+  auto near = [](const Vec& got, const Vec& want, const char* what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_NEAR(got[i], want[i], 1e-12 * std::max(1.0, std::fabs(want[i]))) << what << " " << i;
+  };
+  near(all.base_weight, sum.base_weight, "dW0"); near(all.base_scale, sum.base_scale, "ds0");
+  near(all.base_bias, sum.base_bias, "db0");
+  for (int l = 0; l < m.p.levels; ++l) {
+    near(all.level_weight[l], sum.level_weight[l], "dWl");
+    near(all.level_scale[l], sum.level_scale[l], "dsl");
+  }
+}
+
 // wtconv_reference_magnitudes is the size of each gradient's terms: on magnitudes, with every Haar
 // sign +, each output sums the magnitudes of the terms the signed gradient sums. So it bounds every
 // entry of the signed gradients (|sum| <= sum of |terms|), and where no Haar transform lies on a
 // gradient's path (the base conv's weight, scale and bias) it is that gradient of the magnitudes.
-// Problems down to 1 x 1 level grids (one term per batch item), strides 1 and 2.
+// Problems down to 1 x 1 level grids (one term per batch item), strides 1 and 2. The same for y
+// and wtconv_reference_forward_magnitudes.
 TEST(WtconvCpu, MagnitudesBoundEveryGradient) {
   struct Cfg { int B, C, H, W, k, L, s; };
   const Cfg cfgs[] = {{3, 2, 16, 4, 7, 6, 1}, {2, 1, 9, 13, 3, 3, 2}, {1, 2, 1, 6, 1, 3, 1}, {4, 1, 5, 5, 5, 4, 1}};
@@ -276,7 +315,76 @@ TEST(WtconvCpu, MagnitudesBoundEveryGradient) {
     EXPECT_EQ(ga.base_bias, gp.base_bias) << "case " << n;
     // The details of |x| are differences, so the signed oracle on magnitudes is not a bound there.
     EXPECT_NE(ga.level_weight[0], gp.level_weight[0]) << "case " << n;
+    // The forward's counterpart bounds every output the same way, and is not the signed forward
+    // of the magnitudes either.
+    std::vector<double> y, ym, yp;
+    wtconv_reference_forward(m.p, x.data(), m.params(), &y);
+    wtconv_reference_forward_magnitudes(m.p, ax.data(), am.params(), &ym);
+    wtconv_reference_forward(m.p, ax.data(), am.params(), &yp);
+    bounds("y", y, ym);
+    EXPECT_NE(ym, yp) << "case " << n;
   }
+}
+
+WtconvProblem wtconv_problem(int64_t b, int64_t c, int64_t h, int64_t w, int64_t k = 5, int64_t levels = 2) {
+  WtconvProblem p;
+  p.batch = b; p.channels = c; p.height = h; p.width = w; p.kernel_size = k; p.levels = levels;
+  return p;
+}
+
+// The edges of wtconv_validate's ranges, one step inside and one outside.
+TEST(WtconvCpu, ValidationLimitsAreExact) {
+  EXPECT_TRUE(wtconv_validate(wtconv_problem(2, 3, 8, 8, kWtconvMaxKernelSize)).ok());
+  EXPECT_TRUE(wtconv_validate(wtconv_problem(2, 3, 8, 8, 5, kWtconvMaxLevels)).ok());
+  Status st = wtconv_validate(wtconv_problem(2, 3, 8, 0));
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("width"), std::string::npos) << st.to_string();
+  EXPECT_EQ(wtconv_validate(wtconv_problem(2, 0, 8, 8)).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(wtconv_validate(wtconv_problem(1, INT_MAX / 8, 1, 1)).ok());
+  EXPECT_EQ(wtconv_validate(wtconv_problem(1, INT_MAX / 8 + 1, 1, 1)).code(), StatusCode::kIndexOverflow);
+  EXPECT_TRUE(wtconv_validate(wtconv_problem(1 << 11, 1 << 11, 1 << 9, 1 << 9)).ok());  // 2^40 elements
+  st = wtconv_validate(wtconv_problem(1 << 11, 1 << 11, 1 << 9, (1 << 9) + 1));
+  EXPECT_EQ(st.code(), StatusCode::kIndexOverflow);
+  EXPECT_NE(st.message().find("2^40"), std::string::npos) << st.to_string();
+  st = wtconv_validate(wtconv_problem(1, 1, 1 << 15, 1 << 15));  // a plane of 2^30 > INT_MAX / 4
+  EXPECT_EQ(st.code(), StatusCode::kIndexOverflow);
+  EXPECT_NE(st.message().find("height * width"), std::string::npos) << st.to_string();
+}
+
+// Each pointer is checked on its own, with its name (the test above passes several bad at once).
+TEST(WtconvCpu, EveryPointerIsCheckedByName) {
+  const WtconvProblem p = wtconv_problem(2, 3, 8, 8);
+  size_t fb = 0, bb = 0;
+  ASSERT_TRUE(wtconv_forward_workspace_size(p, &fb).ok());
+  ASSERT_TRUE(wtconv_backward_workspace_size(p, &bb).ok());
+  ASSERT_GT(fb, 0u);
+  alignas(256) static float dummy[64];
+  WtconvParams prm;
+  prm.base_weight = dummy; prm.base_scale = dummy;
+  for (int l = 0; l < 2; ++l) prm.level_weight[l] = prm.level_scale[l] = dummy;
+  auto expect = [](const Status& st, StatusCode code, const char* name) {
+    EXPECT_EQ(st.code(), code) << st.to_string();
+    EXPECT_NE(st.message().find(name), std::string::npos) << st.to_string();
+  };
+  // Each call below is wrong in one argument only, so none gets as far as a launch.
+  expect(wtconv_forward(p, dummy, prm, dummy, dummy + 1, fb, nullptr), StatusCode::kMisalignedPointer, "workspace");
+  void* odd = reinterpret_cast<char*>(dummy) + 2;
+  expect(wtconv_forward(p, dummy, prm, odd, dummy, fb, nullptr), StatusCode::kMisalignedPointer, "y");
+  WtconvParamGrads g;
+  g.base_weight = g.base_bias = g.base_scale = dummy;
+  for (int l = 0; l < 2; ++l) g.level_weight[l] = g.level_scale[l] = dummy;
+  expect(wtconv_backward(p, dummy, dummy, prm, nullptr, g, dummy, bb, nullptr), StatusCode::kNullPointer, "dx");
+  expect(wtconv_backward(p, nullptr, dummy, prm, dummy, g, dummy, bb, nullptr), StatusCode::kNullPointer, "dy");
+  WtconvParamGrads no_w = g;
+  no_w.base_weight = nullptr;
+  expect(wtconv_backward(p, dummy, dummy, prm, dummy, no_w, dummy, bb, nullptr), StatusCode::kNullPointer,
+         "grads.base_weight");
+  WtconvParamGrads no_ls = g;
+  no_ls.level_scale[1] = nullptr;
+  expect(wtconv_backward(p, dummy, dummy, prm, dummy, no_ls, dummy, bb, nullptr), StatusCode::kNullPointer,
+         "level_scale[1]");
+  expect(wtconv_backward(p, dummy, dummy, prm, dummy, g, dummy, bb - 1, nullptr), StatusCode::kWorkspaceTooSmall,
+         "workspace");
 }
 
 // Any stride >= max(height, width) leaves the single output pixel (0, 0): one past the kernels'
@@ -343,8 +451,14 @@ TEST(WtconvCpu, BadInputsReturnPreciseStatus) {
   EXPECT_EQ(wtconv_forward(p, dummy, prm, dummy, dummy, bytes - 1, nullptr).code(), StatusCode::kWorkspaceTooSmall);
   const float* odd = reinterpret_cast<const float*>(reinterpret_cast<const char*>(dummy) + 2);
   EXPECT_EQ(wtconv_forward(p, odd, prm, dummy, dummy, bytes, nullptr).code(), StatusCode::kMisalignedPointer);
+  // fp16 needs 2-byte alignment only: the same x passes the pointer checks and reaches the
+  // workspace check (one byte short, so nothing launches on these host addresses when a device
+  // is present).
   WtconvProblem h = p; h.precision = Precision::kFP16;
-  EXPECT_NE(wtconv_forward(h, odd, prm, dummy, dummy, bytes, nullptr).code(), StatusCode::kMisalignedPointer);
+  size_t hbytes = 0;
+  ASSERT_TRUE(wtconv_forward_workspace_size(h, &hbytes).ok());
+  ASSERT_GT(hbytes, 0u);
+  EXPECT_EQ(wtconv_forward(h, odd, prm, dummy, dummy, hbytes - 1, nullptr).code(), StatusCode::kWorkspaceTooSmall);
   WtconvParamGrads g;
   EXPECT_EQ(wtconv_backward(p, dummy, dummy, prm, dummy, g, dummy, bbytes, nullptr).code(), StatusCode::kNullPointer);
   // Valid arguments and no usable device: kNoDevice, as conv2d_forward, in a build with the CUDA

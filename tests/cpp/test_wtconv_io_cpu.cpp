@@ -70,6 +70,29 @@ TEST(WtconvIoBytes, ThreeLevelsCountTheCascades) {
   EXPECT_GT(bwd, uint64_t(5 * n * 4));
 }
 
+TEST(WtconvIoBytes, ThreeLevelForwardIsExact) {
+  // x read by the base kernel and by the cascade, y written, and the two 16-byte-per-coefficient
+  // level outputs (written and read back) of levels 1 and 2.
+  const uint64_t n = 2 * 3 * 64 * 64, n1 = n / 4, n2 = n / 16;
+  uint64_t fwd = 0, bwd = 0;
+  ASSERT_TRUE(wtconv_io_bytes(problem(2, 3, 64, 64, 5, 3, Precision::kFP32), &fwd, &bwd).ok());
+  EXPECT_EQ(fwd, 3 * n * 4 + 16 * n1 + 16 * n2);
+}
+
+TEST(WtconvIoBytes, StridedProblemsAddTheFullGridPass) {
+  // Stride 2 runs the stride-1 problem on the full grid (this plane's forward too): the subsample
+  // reads the No elements it keeps and writes the strided y; the spread reads dy (No) and writes
+  // the full-grid gradient (N) that the stride-1 backward reads.
+  const uint64_t n = 2 * 3 * 64 * 64, no = 2 * 3 * 32 * 32, e = 4;
+  WtconvProblem strided = problem(2, 3, 64, 64, 3, 2, Precision::kFP32), full = strided;
+  strided.stride = 2;
+  uint64_t sf = 0, sb = 0, ff = 0, fb = 0;
+  ASSERT_TRUE(wtconv_io_bytes(strided, &sf, &sb).ok());
+  ASSERT_TRUE(wtconv_io_bytes(full, &ff, &fb).ok());
+  EXPECT_EQ(sf, ff + 2 * no * e);
+  EXPECT_EQ(sb, fb + (no + n) * e);
+}
+
 TEST(WtconvIoBytes, RejectsBadArguments) {
   uint64_t fwd = 0, bwd = 0;
   EXPECT_EQ(wtconv_io_bytes(problem(2, 3, 10, 12, 4, 1, Precision::kFP32), &fwd, &bwd).code(),

@@ -286,6 +286,32 @@ TEST(WtconvPlan, PlaneIndicesOfTheLastGroupFitInt) {
   }
 }
 
+// A fused backward writes level 2's partials once per base block, more blocks than the level
+// kernel's on this plane: the workspace region holds the base kernel's count.
+TEST(WtconvPlan, FusedBackwardLevelTwoPartialsFitTheBaseBlocks) {
+  WtconvProblem p;
+  p.batch = 1; p.channels = 1; p.height = 64; p.width = 64; p.kernel_size = 5; p.levels = 2;
+  const WtconvPlan plan = make_wtconv_plan(p);
+  ASSERT_GT(plan.bwd_fused_smem, 0u);
+  ASSERT_GT(plan.bwd_base.splits, plan.bwd_level[2].splits);
+  const size_t need = size_t(plan.C) * plan.bwd_base.splits * 4 * plan.kl[2] * plan.kl[2] * 4;
+  EXPECT_GE(plan.bwd_bytes - plan.bwd_part[2], need);
+}
+
+// grid.x = C x splits stays in int32 where many channels meet items of many pixels each (here
+// a strided problem whose base tiles each exceed kMaxBlockPixels).
+TEST(WtconvPlan, ChannelsTimesSplitsFitGridX) {
+  WtconvProblem p;
+  p.batch = 1; p.channels = 2048; p.height = 1; p.width = 536870911; p.kernel_size = 3; p.levels = 1;
+  p.stride = 182;
+  ASSERT_TRUE(wtconv_validate(p).ok());
+  for (bool backward : {false, true}) {
+    const WtconvRun run = make_wtconv_run(p, backward);
+    const WtconvTile& t = backward ? run.plan.bwd_base : run.plan.fwd_base;
+    EXPECT_LE(run.plan.C * int64_t(t.splits), int64_t(INT32_MAX)) << (backward ? "backward" : "forward");
+  }
+}
+
 TEST(WtconvPlan, RuntimeKernelSizeBackwardFitsItsBlocksWithTheLargestTile) {
   // The runtime-k backward base (k = 9..15) runs at 2 blocks per SM (128 registers: one kernel
   // holds the correlation rings of every size), its k = 1 instance at 4 (its own ring alone: perf
@@ -529,8 +555,13 @@ TEST(WtconvPlan, RandomProblemsWorkspaceRegionsAreAlignedAndDisjoint) {
       bwd.push_back({plan.bwd_dx[l], grid(l, chain)});
     }
     bwd.push_back({plan.bwd_part[1], size_t(p.channels) * plan.bwd_base.splits * (5 * kk + 1) * 4});
-    for (int l = 2; l <= plan.L; ++l)
-      bwd.push_back({plan.bwd_part[l], size_t(p.channels) * plan.bwd_level[l].splits * 4 * plan.kl[l] * plan.kl[l] * 4});
+    for (int l = 2; l <= plan.L; ++l) {
+      // A backward that fuses level 2 writes its partials per base block: room for the larger count.
+      const size_t splits = l == 2 && plan.bwd_fused_smem > 0
+                                ? size_t(std::max(plan.bwd_level[l].splits, plan.bwd_base.splits))
+                                : size_t(plan.bwd_level[l].splits);
+      bwd.push_back({plan.bwd_part[l], size_t(p.channels) * splits * 4 * plan.kl[l] * plan.kl[l] * 4});
+    }
     expect_disjoint_aligned(fwd, plan.fwd_bytes, "forward workspace");
     expect_disjoint_aligned(bwd, plan.bwd_bytes, "backward workspace");
     EXPECT_EQ(plan.chain_bytes, p.precision == Precision::kFP32 ? 4u : 2u);
