@@ -20,9 +20,11 @@ inline std::vector<float> random_vector(size_t n, std::mt19937_64& rng) {
   return v;
 }
 
-// Relative L2 error; infinity if `got` holds anything non-finite (NaN never passes).
+// Relative L2 error; infinity if `got` holds anything non-finite (NaN never passes) or its size
+// is not the reference's.
 template <typename T>
 double relative_l2(const std::vector<T>& got, const std::vector<double>& ref) {
+  if (got.size() != ref.size()) return std::numeric_limits<double>::infinity();
   double num = 0, den = 0;
   for (size_t i = 0; i < got.size(); ++i) {
     const double g = double(got[i]);

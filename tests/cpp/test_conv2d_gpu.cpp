@@ -37,6 +37,7 @@ std::vector<float> run_gpu(const Conv2dConfig& cfg, const std::vector<float>& x,
                    : conv2d_forward_workspace_size(cfg, &ws_bytes);
   EXPECT_TRUE(st.ok()) << st.to_string();
   DeviceBuffer<char> ws(ws_bytes);
+  ws.poison();  // no part of the workspace is read before the call writes it
   st = tile ? conv2d_forward_tiled(cfg, dx.ptr, dw.ptr, dy.ptr, ws.ptr, ws_bytes, nullptr, tile)
             : conv2d_forward(cfg, dx.ptr, dw.ptr, dy.ptr, ws.ptr, ws_bytes, nullptr);
   EXPECT_TRUE(st.ok()) << st.to_string();
@@ -61,6 +62,8 @@ void expect_reruns_bit_identical(const Conv2dConfig& cfg, std::mt19937_64& rng) 
   const auto w = random_vector(size_t(cfg.problem.w_elements()), rng);
   const auto y1 = run_gpu(cfg, x, w), y2 = run_gpu(cfg, x, w);
   ASSERT_EQ(y1.size(), y2.size());
+  // Two runs that wrote nothing would leave the same NaN poison.
+  EXPECT_EQ(std::count_if(y1.begin(), y1.end(), [](float v) { return !std::isfinite(v); }), 0) << "non-finite outputs";
   EXPECT_EQ(std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float)), 0) << "reruns differ";
 }
 
@@ -216,6 +219,7 @@ TEST(Conv2dGpu, TensorsPast2To31Elements) {
     upload_repeating(dx.ptr, xs, size_t(pb.n));
     dy.poison();
     DeviceBuffer<char> ws(ws_bytes);
+    ws.poison();  // no part of the workspace is read before the call writes it
     const Status st = conv2d_forward(cfg, dx.ptr, dw.ptr, dy.ptr, ws.ptr, ws_bytes, nullptr);
     ASSERT_TRUE(st.ok()) << st.to_string();
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -267,6 +271,7 @@ TEST(Conv2dGpu, ImagesAtThe32BitLimit) {
     DeviceBuffer<float> dw(w);
     dy.poison();
     DeviceBuffer<char> ws(ws_bytes);
+    ws.poison();  // no part of the workspace is read before the call writes it
     const Status st = conv2d_forward(cfg, dx.ptr, dw.ptr, dy.ptr, ws.ptr, ws_bytes, nullptr);
     ASSERT_TRUE(st.ok()) << st.to_string();
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -22,11 +23,6 @@
 
 namespace winconv {
 namespace {
-
-bool have_device() {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
-}
 
 // Device bytes (x, dy, y, dx and workspaces are passed as untyped pointers).
 using DevBuf = testing::DeviceBuffer<char>;
@@ -68,8 +64,10 @@ double l2_norm(const std::vector<double>& v) {
   for (double a : v) s += a * a;
   return std::sqrt(s);
 }
-// L2 norm of got - ref; infinity if got holds anything non-finite (NaN never passes).
+// L2 norm of got - ref; infinity if got holds anything non-finite (NaN never passes) or its size
+// is not the reference's.
 double l2_error(const std::vector<double>& got, const std::vector<double>& ref) {
+  if (got.size() != ref.size()) return INFINITY;
   double s = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
     if (!std::isfinite(got[i])) return INFINITY;
@@ -79,7 +77,36 @@ double l2_error(const std::vector<double>& got, const std::vector<double>& ref) 
 }
 double rel_l2(const std::vector<double>& got, const std::vector<double>& ref) {
   const double err = l2_error(got, ref), norm = l2_norm(ref);
-  return norm > 0 ? err / norm : err;
+  return norm > 0 ? err / norm : (err == 0 ? 0 : INFINITY);  // a zero reference wants zeros
+}
+
+// Unit roundoff of a 16-bit precision (round to nearest).
+double unit_roundoff(Precision p) { return p == Precision::kFP16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8); }
+
+// Every element of a 16-bit output within kRoundings roundings of the size of its terms (`mag`,
+// from the oracle on magnitudes): the 16-bit inputs are exact, and each rounding on the way (a
+// 16-bit chain or staged coefficient, the output itself) is at most u * mag, with L + 3 of them at
+// most (the fp32 sums add ~1e-6 of mag). The relative L2 bound of 1e-2 alone lets one element of
+// 1e4 be wholly wrong. Reports the worst element (NaN: infinity).
+constexpr double kRoundings = 16;
+void expect_within_roundings(const std::vector<double>& got, const std::vector<double>& ref,
+                             const std::vector<double>& mag, Precision p, const char* name) {
+  ASSERT_EQ(got.size(), ref.size()) << name;
+  ASSERT_EQ(mag.size(), ref.size()) << name;
+  const double u = unit_roundoff(p);
+  double worst = 0;
+  size_t at = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double err = std::fabs(got[i] - ref[i]);
+    const double r = err == 0 ? 0 : std::isfinite(err) && mag[i] > 0 ? err / (u * mag[i]) : INFINITY;
+    if (r > worst) {
+      worst = r;
+      at = i;
+      if (std::isinf(r)) break;
+    }
+  }
+  EXPECT_LE(worst, kRoundings) << name << "[" << at << "]: " << got[at] << " against " << ref[at]
+                               << ", terms of size " << mag[at] << " (error in units of u * size)";
 }
 
 // A parameter set is one list: w0, s0, b0, then each level's weight and scale. bind_set fills
@@ -218,11 +245,18 @@ std::vector<std::vector<char>> run_case(int B, int C, int H, int W, int k, int L
   // |D| for dW_l. A sum whose terms cancel has a relative error no float accumulation bounds; its
   // absolute error against the terms' size is what the accumulation order decides.
   WtconvReferenceGrads ga;
-  if (param_grads_by_magnitude) {
+  if (param_grads_by_magnitude || prec != Precision::kFP32) {
     const std::vector<float> ax = abs_of(x), ady = abs_of(dy);
     std::vector<std::vector<float>> aset;
     for (const auto& v : set) aset.push_back(abs_of(v));
-    wtconv_reference_magnitudes(p, ady.data(), ax.data(), params_of_set(aset, L, bias), &ga);
+    const WtconvParams aprm = params_of_set(aset, L, bias);
+    wtconv_reference_magnitudes(p, ady.data(), ax.data(), aprm, &ga);
+    if (prec != Precision::kFP32) {
+      std::vector<double> ymag;
+      wtconv_reference_forward_magnitudes(p, ax.data(), aprm, &ymag);
+      expect_within_roundings(decode(prec, first[0]), yref, ymag, prec, "y");
+      expect_within_roundings(decode(prec, first[1]), g.dx, ga.dx, prec, "dx");
+    }
   }
   // Parameter gradient `name` (output `out`) against its reference: relative, or against its terms'
   // size (ga's `size`).
@@ -254,7 +288,7 @@ void expect_bit_identical(const std::vector<std::vector<char>>& a, const std::ve
 }
 
 TEST(WtconvGpu, OddSizesEveryOption) {
-  if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
+  WINCONV_REQUIRE_GPU();
   const int sizes[][2] = {{1, 6}, {5, 3}, {7, 10}, {13, 9}, {2, 2}, {1, 1}, {17, 33}};
   const Precision P[3] = {Precision::kFP32, Precision::kFP16, Precision::kBF16};
   int i = 0;
@@ -269,7 +303,7 @@ TEST(WtconvGpu, LevelTwoReadsActivations) {
   // L = 2: level 2 forms X_1 and G_1 from x and dy on chip (plan.h, level2_reads_activations).
   // Rows of a multiple of 4 take the 4-element loads, other widths the scalar ones; at stride 2
   // the forward and the backward run on the full grid (the backward on dy spread onto it).
-  if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
+  WINCONV_REQUIRE_GPU();
   const Precision P[3] = {Precision::kFP32, Precision::kFP16, Precision::kBF16};
   int i = 0;
   for (Precision prec : P) {
@@ -295,7 +329,7 @@ TEST(WtconvGpu, LevelTwoReadsActivations) {
 // tile, so planes that end inside a tile (37 x 80, 67 x 100) must still come out right, as must
 // planes of whole tiles (64 x 128). Small enough for compute-sanitizer (scripts/gpu-check).
 TEST(WtconvGpu, FusedFixedTiles) {
-  if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
+  WINCONV_REQUIRE_GPU();
   struct Case { int H, W; Precision prec; };
   const Case cases[] = {{37, 80, Precision::kFP32}, {37, 80, Precision::kFP16}, {37, 80, Precision::kBF16},
                         {67, 100, Precision::kFP32}, {64, 128, Precision::kFP32}, {64, 128, Precision::kBF16}};
@@ -327,7 +361,7 @@ TEST(WtconvGpu, FusedFixedTiles) {
 // Widths 1, 2 and 3 past a multiple of 4 stage their quads with element loads, the last quad of a
 // row partly outside the plane. Sized tiles with several planes per item, the last item short.
 TEST(WtconvGpu, FittedTilesOnPoorlyCoveredPlanes) {
-  if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
+  WINCONV_REQUIRE_GPU();
   struct Case { int H, W, k, L; Precision prec; int fwd_th, fwd_tw, bwd_th, bwd_tw; };
   const Case cases[] = {
       {69, 73, 3, 2, Precision::kFP32, 24, 40, 12, 20},  {69, 73, 3, 2, Precision::kFP16, 24, 40, 12, 20},
@@ -375,7 +409,7 @@ TEST(WtconvGpu, FittedTilesOnPoorlyCoveredPlanes) {
 // per SM (48 registers) where the plan's shared memory holds 5, else 4 (64 registers; the strided
 // schedule's larger tiles). Odd widths, so both take the quad staging; each against the oracle.
 TEST(WtconvGpu, QuadStagedThreeByThreeForwardAtBothBounds) {
-  if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
+  WINCONV_REQUIRE_GPU();
   struct Case { int H, W, s; Precision prec; int blocks; };
   const Case cases[] = {{69, 73, 1, Precision::kFP32, 5}, {69, 73, 1, Precision::kBF16, 5},
                         {61, 75, 3, Precision::kFP32, 4}, {40, 37, 4, Precision::kFP16, 4}};
@@ -398,7 +432,7 @@ TEST(WtconvGpu, QuadStagedThreeByThreeForwardAtBothBounds) {
 // plane of several tiles with an odd width (a pair's second coefficient past the plane at the
 // right edge) and on a one-tile plane (the kPlane instances), against the oracle.
 TEST(WtconvGpu, RuntimeKBackwardPairedDxJobs) {
-  if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
+  WINCONV_REQUIRE_GPU();
   struct Case { int H, W, k, L; Precision prec; };
   const Case cases[] = {{45, 71, 1, 2, Precision::kFP32},  {45, 71, 9, 2, Precision::kFP16},
                         {37, 29, 11, 1, Precision::kBF16}, {45, 71, 13, 2, Precision::kFP32},
@@ -420,7 +454,7 @@ TEST(WtconvGpu, RuntimeKBackwardPairedDxJobs) {
 // that leaves the last item's second plane empty, L >= 2 (dX_1 added at LL), odd widths (a job's
 // second coefficient past the plane), and a plane of more jobs that keeps whole ones.
 TEST(WtconvGpu, RuntimeKBackwardHalfJobs) {
-  if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
+  WINCONV_REQUIRE_GPU();
   struct Case { int B, C, H, W, k, L; Precision prec; bool halves; };
   const Case cases[] = {{3, 2, 13, 11, 9, 2, Precision::kFP32, true},  {5, 3, 12, 12, 13, 3, Precision::kFP16, true},
                         {1, 2, 21, 17, 11, 2, Precision::kBF16, true}, {4, 2, 14, 14, 15, 1, Precision::kFP32, true},
@@ -444,7 +478,7 @@ TEST(WtconvGpu, RuntimeKBackwardHalfJobs) {
 // 3) or not, a cropped level in the middle of the chain and at its end, 1 x 1 levels, and a
 // strided problem.
 TEST(WtconvGpu, LevelsAtTheirCentralTaps) {
-  if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
+  WINCONV_REQUIRE_GPU();
   struct Case { int B, C, H, W, k, L, s; Precision prec; };
   const Case cases[] = {{3, 4, 14, 14, 11, 2, 1, Precision::kFP32}, {2, 3, 13, 9, 15, 4, 1, Precision::kFP16},
                         {2, 5, 14, 14, 5, 3, 1, Precision::kBF16},  {1, 3, 16, 16, 7, 5, 1, Precision::kFP32},
@@ -469,7 +503,7 @@ TEST(WtconvGpu, LevelsAtTheirCentralTaps) {
 // otherwise: y and dx one and two elements off (x and dy aligned, so the fused instances still
 // run) must give the same bits as the aligned run, in every output.
 TEST(WtconvGpu, FusedFixedTilesUnalignedOutputs) {
-  if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
+  WINCONV_REQUIRE_GPU();
   for (Precision prec : {Precision::kFP32, Precision::kFP16}) {
     const Shape sh{2, 2, 37, 80, 5, 2, 1};
     const auto aligned = run_shape(sh, prec, true, 600);
@@ -481,7 +515,7 @@ TEST(WtconvGpu, FusedFixedTilesUnalignedOutputs) {
 }
 
 TEST(WtconvGpu, RandomShapes) {
-  if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
+  WINCONV_REQUIRE_GPU();
   std::mt19937 rng(4321);
   const Precision P[3] = {Precision::kFP32, Precision::kFP16, Precision::kBF16};
   for (int i = 0; i < 24; ++i) {
@@ -508,7 +542,7 @@ TEST(WtconvGpu, RandomShapes) {
 // fp32, dW5 to ds6 1.42e-5 off). WINCONV_FUZZ_CASES and WINCONV_FUZZ_SEED
 // (fuzz_util.h) run a longer campaign.
 TEST(WtconvGpu, FuzzAgainstOracle) {
-  if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
+  WINCONV_REQUIRE_GPU();
   const int64_t cases = winconv::testing::fuzz_cases(6);
   const uint64_t seed = winconv::testing::fuzz_seed(2026);
   std::mt19937_64 rng(seed);
@@ -548,7 +582,7 @@ TEST(WtconvGpu, FuzzAgainstOracle) {
 }
 
 TEST(WtconvGpu, ManyPlanesPerBlockAndSplits) {
-  if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
+  WINCONV_REQUIRE_GPU();
   run_case(64, 8, 7, 7, 5, 2, 1, Precision::kFP32, true, 1);
   run_case(16, 6, 14, 14, 5, 3, 1, Precision::kFP32, true, 2);
   run_case(3, 2, 64, 96, 7, 4, 1, Precision::kFP32, true, 3);
@@ -587,7 +621,7 @@ std::vector<std::vector<float>> random_set(std::mt19937& rng, int k, int L) {
 // across 2^31; the runtime-k kernels (bf16, k = 9) at stride 2 on odd planes, where x and dx pass
 // 2^31 and y does not. Skipped, saying so, where the device lacks the memory.
 TEST(WtconvGpu, TensorsPast2To31Elements) {
-  if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
+  WINCONV_REQUIRE_GPU();
   struct Case {
     Shape sh;
     Precision prec;
@@ -707,7 +741,7 @@ TEST(WtconvGpu, TensorsPast2To31Elements) {
 // their terms). y and dx are poisoned first and read back whole. Skipped, saying so, where the
 // device lacks the memory.
 TEST(WtconvGpu, BatchAtThe32BitLimit) {
-  if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
+  WINCONV_REQUIRE_GPU();
   struct Case {
     Shape sh;
     Precision prec;
@@ -762,7 +796,7 @@ TEST(WtconvGpu, BatchAtThe32BitLimit) {
     auto check_planes = [&](const char* name, const DevBuf& buf, const std::vector<double>& ref) {
       std::vector<char> host(planes * plane);
       ASSERT_EQ(cudaMemcpy(host.data(), buf.ptr, host.size(), cudaMemcpyDeviceToHost), cudaSuccess);
-      const double norm = l2_norm(ref) > 0 ? l2_norm(ref) : 1.0;
+      const double norm = l2_norm(ref);
       double worst = 0;
       size_t where = 0;
       std::mutex mu;
@@ -775,7 +809,8 @@ TEST(WtconvGpu, BatchAtThe32BitLimit) {
             const double d = decode_at(cs.prec, &host[(i * n + j) * e]) - ref[j];
             sq += d * d;  // NaN stays NaN
           }
-          const double err = std::isfinite(sq) ? std::sqrt(sq) / norm : INFINITY;
+          // A zero reference plane wants zeros.
+          const double err = sq == 0 ? 0 : std::isfinite(sq) && norm > 0 ? std::sqrt(sq) / norm : INFINITY;
           if (err > range_worst) {
             range_worst = err;
             range_where = i;
@@ -814,7 +849,7 @@ TEST(WtconvGpu, BatchAtThe32BitLimit) {
 // element of y and dx of the large plane is checked against it, NaN-poisoned first, and the
 // parameter gradients (sums over the whole plane) must be finite.
 TEST(WtconvGpu, PlanesAtThe32BitLimit) {
-  if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
+  WINCONV_REQUIRE_GPU();
   struct Case {
     int H, W, k, L;
     Precision prec;
@@ -912,7 +947,7 @@ TEST(WtconvGpu, PlanesAtThe32BitLimit) {
 // cascade's kPlane instance stages such planes too and writes each level's grid rounded up to even
 // (the last level exactly: 1 x 1 grids included).
 TEST(WtconvGpu, PlaneTilesStageThePlaneAlone) {
-  if (!have_device()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount reports none)";
+  WINCONV_REQUIRE_GPU();
   const Shape shapes[] = {{37, 3, 7, 7, 1, 3, 1},  {37, 3, 7, 7, 5, 2, 1},   {20, 2, 14, 14, 3, 3, 2},
                           {9, 2, 15, 11, 15, 2, 1}, {50, 2, 6, 5, 7, 5, 3},   {5, 2, 1, 3, 9, 1, 1},
                           {33, 2, 13, 9, 5, 4, 1},  {17, 2, 12, 12, 11, 2, 1}, {9, 2, 14, 14, 5, 3, 1},
@@ -945,7 +980,7 @@ TEST(WtconvGpu, PlaneTilesStageThePlaneAlone) {
 // groups and tiles than the two unfused kernels, so dW_1, ds_1, dW_2 and ds_2 may differ in the last
 // bits there (checked to 1e-6 relative); every other output must be bit-identical.
 TEST(WtconvGpu, VectorisedAndTmaStagingMatchScalar) {
-  if (!have_device()) GTEST_SKIP() << "no CUDA device: GPU test skipped";
+  WINCONV_REQUIRE_GPU();
   const Shape shapes[] = {{2, 3, 20, 24, 5, 2, 1}, {1, 2, 33, 68, 3, 3, 1}, {3, 2, 9, 4, 7, 1, 1},
                           {2, 2, 70, 132, 5, 1, 1}, {2, 2, 21, 40, 3, 2, 1}, {1, 2, 26, 64, 9, 2, 1},
                           {2, 2, 30, 48, 5, 2, 2}, {1, 3, 17, 40, 3, 1, 3}, {16, 3, 8, 8, 5, 2, 1},
@@ -977,6 +1012,89 @@ TEST(WtconvGpu, VectorisedAndTmaStagingMatchScalar) {
               << sh.H << "x" << sh.W << " k" << sh.k << " L" << sh.L << " s" << sh.s << " prec" << int(prec);
       }
     }
+}
+
+// Levels 6 to 8 on planes small enough for the sanitizers: the Haar cascade's band instances take
+// at most 5 levels a launch, so these cascades launch again from a float chain.
+TEST(WtconvGpu, DeepCascadesSmall) {
+  WINCONV_REQUIRE_GPU();
+  const Shape shapes[] = {{1, 2, 70, 100, 3, 6, 1}, {1, 1, 130, 70, 3, 8, 1}, {2, 1, 33, 47, 5, 7, 2}};
+  for (Precision prec : {Precision::kFP32, Precision::kBF16})
+    for (const Shape& sh : shapes) EXPECT_FALSE(run_shape(sh, prec, true, 91).empty());
+}
+
+// Every rejected call returns its status and launches nothing: outputs, gradients and workspaces
+// poisoned beforehand are still NaN after the device has finished everything queued.
+TEST(WtconvGpu, BadInputsLaunchNothing) {
+  WINCONV_REQUIRE_GPU();
+  WtconvProblem p;
+  p.batch = 2; p.channels = 3; p.height = 9; p.width = 11; p.kernel_size = 5; p.levels = 2;
+  const int L = int(p.levels);
+  const size_t kk = size_t(p.kernel_size) * p.kernel_size;
+  std::vector<std::vector<float>> set = {std::vector<float>(p.channels * kk, 0.1f), std::vector<float>(p.channels, 1.f),
+                                         std::vector<float>(p.channels, 0.f)};
+  for (int l = 0; l < L; ++l) {
+    set.push_back(std::vector<float>(4 * p.channels * kk, 0.1f));
+    set.push_back(std::vector<float>(4 * p.channels, 1.f));
+  }
+  const DeviceSet dev(set);
+  const size_t n = size_t(p.x_elements()) * 4;
+  DevBuf x(n), dy(n), y(n), dx(n);
+  size_t fws = 0, bws = 0;
+  ASSERT_TRUE(wtconv_forward_workspace_size(p, &fws).ok());
+  ASSERT_TRUE(wtconv_backward_workspace_size(p, &bws).ok());
+  DevBuf fw(fws + 16), bw(bws + 16);
+  x.poison(); dy.poison();
+  y.poison(); dx.poison(); fw.poison(); bw.poison(); dev.poison_grads();
+  const WtconvParams prm = dev.params(L, true);
+  const WtconvParamGrads grads = dev.param_grads(L, true);
+  auto fwd = [&](const WtconvProblem& q, const void* xp, const WtconvParams& pp, void* yp, void* ws, size_t bytes) {
+    return wtconv_forward(q, xp, pp, yp, ws, bytes, nullptr).code();
+  };
+  auto bwd = [&](const WtconvProblem& q, const void* dyp, const void* xp, const WtconvParams& pp, void* dxp,
+                 const WtconvParamGrads& gg, void* ws, size_t bytes) {
+    return wtconv_backward(q, dyp, xp, pp, dxp, gg, ws, bytes, nullptr).code();
+  };
+  EXPECT_EQ(fwd(p, nullptr, prm, y.ptr, fw.ptr, fws), StatusCode::kNullPointer);
+  EXPECT_EQ(fwd(p, x.ptr, prm, nullptr, fw.ptr, fws), StatusCode::kNullPointer);
+  EXPECT_EQ(fwd(p, x.ptr + 2, prm, y.ptr, fw.ptr, fws), StatusCode::kMisalignedPointer);
+  EXPECT_EQ(fwd(p, x.ptr, prm, y.ptr + 2, fw.ptr, fws), StatusCode::kMisalignedPointer);
+  EXPECT_EQ(fwd(p, x.ptr, prm, y.ptr, fw.ptr, fws - 1), StatusCode::kWorkspaceTooSmall);
+  EXPECT_EQ(fwd(p, x.ptr, prm, y.ptr, fw.ptr + 4, fws), StatusCode::kMisalignedPointer);
+  WtconvParams no_scale = prm;
+  no_scale.level_scale[L - 1] = nullptr;
+  EXPECT_EQ(fwd(p, x.ptr, no_scale, y.ptr, fw.ptr, fws), StatusCode::kNullPointer);
+  WtconvParams odd_weight = prm;
+  odd_weight.base_weight = reinterpret_cast<const float*>(reinterpret_cast<const char*>(prm.base_weight) + 2);
+  EXPECT_EQ(fwd(p, x.ptr, odd_weight, y.ptr, fw.ptr, fws), StatusCode::kMisalignedPointer);
+  WtconvProblem even = p, deep = p, still = p;
+  even.kernel_size = 4;
+  deep.levels = kWtconvMaxLevels + 1;
+  still.stride = 0;
+  for (const WtconvProblem& bad : {even, deep, still}) {
+    EXPECT_EQ(fwd(bad, x.ptr, prm, y.ptr, fw.ptr, fws), StatusCode::kInvalidArgument);
+    EXPECT_EQ(bwd(bad, dy.ptr, x.ptr, prm, dx.ptr, grads, bw.ptr, bws), StatusCode::kInvalidArgument);
+  }
+  EXPECT_EQ(bwd(p, nullptr, x.ptr, prm, dx.ptr, grads, bw.ptr, bws), StatusCode::kNullPointer);
+  EXPECT_EQ(bwd(p, dy.ptr, x.ptr, prm, nullptr, grads, bw.ptr, bws), StatusCode::kNullPointer);
+  EXPECT_EQ(bwd(p, dy.ptr, x.ptr, prm, dx.ptr + 2, grads, bw.ptr, bws), StatusCode::kMisalignedPointer);
+  EXPECT_EQ(bwd(p, dy.ptr, x.ptr, prm, dx.ptr, grads, bw.ptr, bws - 1), StatusCode::kWorkspaceTooSmall);
+  WtconvParamGrads no_grad = grads;
+  no_grad.level_weight[0] = nullptr;
+  EXPECT_EQ(bwd(p, dy.ptr, x.ptr, prm, dx.ptr, no_grad, bw.ptr, bws), StatusCode::kNullPointer);
+  WtconvParamGrads odd_grad = grads;
+  odd_grad.base_scale = reinterpret_cast<float*>(reinterpret_cast<char*>(grads.base_scale) + 2);
+  EXPECT_EQ(bwd(p, dy.ptr, x.ptr, prm, dx.ptr, odd_grad, bw.ptr, bws), StatusCode::kMisalignedPointer);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  auto all_poison = [](const DevBuf& b) {
+    const std::vector<char> h = b.to_host();
+    return std::all_of(h.begin(), h.end(), [](char c) { return c == char(0xFF); });
+  };
+  EXPECT_TRUE(all_poison(y)) << "a rejected call wrote y";
+  EXPECT_TRUE(all_poison(dx)) << "a rejected call wrote dx";
+  EXPECT_TRUE(all_poison(fw)) << "a rejected call wrote the forward workspace";
+  EXPECT_TRUE(all_poison(bw)) << "a rejected call wrote the backward workspace";
+  for (size_t t = 0; t < dev.grads.size(); ++t) EXPECT_TRUE(all_poison(*dev.grads[t])) << grad_name(t);
 }
 
 }  // namespace
