@@ -208,6 +208,28 @@ def test_empty_batch():
     assert x.grad.shape == x.shape
 
 
+@pytest.mark.parametrize("stride", [1, 2])
+def test_channels_last_tensors_match_contiguous_ones(stride):
+    """The CPU path on a channels-last input and a channels-last output gradient: the values of the
+    contiguous tensors (PyTorch's convolutions take either layout; nothing is read as NCHW)."""
+    layer = winconv.WTConv2d(8, 8, kernel_size=3, wt_levels=2, stride=stride).double()
+    x = torch.randn(2, 8, 11, 14, dtype=torch.float64)
+    grad_y = torch.randn(2, 8, -(-11 // stride), -(-14 // stride), dtype=torch.float64)
+    params = [p for p in layer.parameters() if p.requires_grad]
+
+    def run(xi, gi):
+        xi = xi.clone().requires_grad_(True)
+        y = layer(xi)
+        return [y, *torch.autograd.grad(y, [xi, *params], gi)]
+
+    expected = run(x, grad_y)
+    assert rel_l2(expected[0], one_pass(x, _module_params(layer), stride)) < 1e-13
+    cl = torch.channels_last
+    for xi, gi in ((x.to(memory_format=cl), grad_y), (x, grad_y.to(memory_format=cl))):
+        for got, want in zip(run(xi, gi), expected):
+            assert rel_l2(got, want) < 1e-13
+
+
 def test_meta_tensors_give_the_output_shape():
     layer = winconv.WTConv2d(3, 3, kernel_size=5, wt_levels=2, stride=2).to("meta")
     y = layer(torch.empty(1, 3, 9, 8, device="meta"))

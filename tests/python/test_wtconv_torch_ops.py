@@ -17,15 +17,16 @@ import torch
 
 import winconv
 from winconv import _native, _torch_ops, ops
+from gpu_required import gpu_missing
 
 
 def _library_for_this_torch():
     """The operator library file built for this torch next to libwinconv, loaded; else skip."""
     if _native._load() is None:
-        pytest.skip(f"libwinconv not loadable: {_native._reason}")
+        gpu_missing(f"libwinconv not loadable: {_native._reason}")
     paths = [p for p in _torch_ops._candidates(_native) if p.is_file()]
     if not paths:
-        pytest.skip(f"operator library not built for torch {torch.__version__} (scripts/build-torch-ops)")
+        gpu_missing(f"operator library not built for torch {torch.__version__} (scripts/build-torch-ops)")
     torch.ops.load_library(str(paths[0]))
     return torch.ops.winconv.wtconv2d_eager
 
@@ -63,14 +64,14 @@ def test_status_is_a_reason_or_empty():
 
 def _gpu_op():
     if not torch.cuda.is_available():
-        pytest.skip("no CUDA device available")
+        gpu_missing("no CUDA device available")
     if winconv.native_status():
-        pytest.skip(f"fused WTConv kernels unavailable: {winconv.native_status()}")
+        gpu_missing(f"fused WTConv kernels unavailable: {winconv.native_status()}")
     op = _torch_ops.eager_op()
     if op is None:
         if os.environ.get("WINCONV_REQUIRE_TORCH_OPS") == "1":
             pytest.fail(f"operator library required but unavailable: {winconv.torch_ops_status()}")
-        pytest.skip(f"operator library unavailable: {winconv.torch_ops_status()}")
+        gpu_missing(f"operator library unavailable: {winconv.torch_ops_status()}")
     return op
 
 
