@@ -10,7 +10,7 @@ from torch import nn
 
 import winconv
 from winconv.haar import haar_filter_bank
-from wtconv_oracles import WTParams, one_pass, rel_l2
+from wtconv_oracles import WTParams, one_pass, random_params, rel_l2
 
 
 def _expected_layout(c, k, levels, bias=True):
@@ -120,6 +120,10 @@ def test_loading_non_haar_filters_is_refused(key):
     state[key][5, 0, 1, 1] += 0.01
     with pytest.raises(ValueError, match=f"'{key}'.*not the Haar"):
         layer.load_state_dict(state)
+    state[key] = layer.state_dict()[key].clone()
+    state[key][0, 0, 0, 0] = float("nan")  # fails every comparison, so no check may pass it
+    with pytest.raises(ValueError, match=f"'{key}'.*not the Haar"):
+        layer.load_state_dict(state)
 
 
 def test_from_original_keeps_device_dtype_and_mode():
@@ -165,6 +169,21 @@ def test_bad_constructor_arguments(kwargs, message):
 def test_non_integer_constructor_arguments():
     with pytest.raises(TypeError, match="kernel_size must be an int"):
         winconv.WTConv2d(4, 4, kernel_size=5.0)
+    with pytest.raises(TypeError, match="stride must be an int"):
+        winconv.WTConv2d(4, 4, stride=True)
+    with pytest.raises(TypeError, match="wt_levels must be an int"):
+        winconv.WTConv2d(4, 4, wt_levels=True)
+
+
+def test_largest_kernel_and_deepest_levels_are_accepted():
+    layer = winconv.WTConv2d(1, 1, kernel_size=15, wt_levels=8).double()
+    x = torch.randn(1, 1, 9, 7, dtype=torch.float64)
+    assert rel_l2(layer(x), one_pass(x, _module_params(layer))) < 1e-13
+
+
+def test_extra_repr_names_every_argument():
+    layer = winconv.WTConv2d(4, 4, kernel_size=3, stride=2, bias=False, wt_levels=2)
+    assert layer.extra_repr() == "4, 4, kernel_size=3, stride=2, bias=False, wt_levels=2, wt_type='db1'"
 
 
 def test_bad_inputs_at_forward():
@@ -179,6 +198,8 @@ def test_bad_inputs_at_forward():
         layer(torch.randn(1, 3, 8, 8))
     with pytest.raises(ValueError, match="height and width must be >= 1"):
         layer(torch.randn(1, 4, 0, 8))
+    with pytest.raises(ValueError, match="height and width must be >= 1"):
+        layer(torch.randn(1, 4, 8, 0))
     with pytest.raises(ValueError, match="input is on meta but the parameters are on cpu"):
         layer(torch.empty(1, 4, 8, 8, device="meta"))
 
@@ -197,6 +218,19 @@ def test_bad_functional_parameters():
         winconv.wtconv2d(x, w0, None, s0, good_w, good_s, stride=0)
     with pytest.raises(ValueError, match="kernel size must be odd"):
         winconv.wtconv2d(x, torch.randn(2, 1, 2, 2), None, s0, good_w, good_s)
+    with pytest.raises(ValueError, match=r"base_weight must be a \(C, 1, k, k\) tensor, got \(2, 1, 3, 5\)"):
+        winconv.wtconv2d(x, torch.randn(2, 1, 3, 5), None, s0, good_w, good_s)
+    with pytest.raises(ValueError, match="stride must be an int >= 1, got True"):
+        winconv.wtconv2d(x, w0, None, s0, good_w, good_s, stride=True)
+    with pytest.raises(ValueError, match=r"number of levels must be in \[1, 8\], got 0"):
+        winconv.wtconv2d(x, w0, None, s0, [], [])
+    nine = random_params(2, 3, 9)
+    with pytest.raises(ValueError, match=r"number of levels must be in \[1, 8\], got 9"):
+        winconv.wtconv2d(x.double(), *nine.as_args())
+    with pytest.raises(TypeError, match="base_scale must be a floating-point tensor"):
+        winconv.wtconv2d(x, w0, None, torch.ones(1, 2, 1, 1, dtype=torch.int64), good_w, good_s)
+    with pytest.raises(ValueError, match=r"level_scales\[0\] is on meta but the input is on cpu"):
+        winconv.wtconv2d(x, w0, None, s0, good_w, [torch.ones(1, 8, 1, 1, device="meta")])
 
 
 def test_empty_batch():
@@ -230,6 +264,28 @@ def test_channels_last_tensors_match_contiguous_ones(stride):
             assert rel_l2(got, want) < 1e-13
 
 
+def test_float16_input_on_cpu_is_computed_in_float32():
+    layer = winconv.WTConv2d(3, 3, wt_levels=2)
+    x = torch.randn(1, 3, 8, 7).half()
+    y = layer(x)
+    assert y.dtype == torch.float16
+    assert torch.equal(y, layer(x.float()).half())
+
+
+def test_float64_stays_float64_under_autocast():
+    layer = winconv.WTConv2d(2, 2, wt_levels=2).double()
+    x = torch.randn(1, 2, 7, 6, dtype=torch.float64)
+    expected = layer(x)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = layer(x)
+    assert y.dtype == torch.float64 and torch.equal(y, expected)
+
+
+def test_strided_output_is_contiguous():
+    layer = winconv.WTConv2d(2, 2, wt_levels=1, stride=2)
+    assert layer(torch.randn(1, 2, 8, 8)).is_contiguous()
+
+
 def test_meta_tensors_give_the_output_shape():
     layer = winconv.WTConv2d(3, 3, kernel_size=5, wt_levels=2, stride=2).to("meta")
     y = layer(torch.empty(1, 3, 9, 8, device="meta"))
@@ -259,3 +315,59 @@ def test_conversion_leaves_one_dimensional_look_alikes_alone():
     converted = winconv.convert_wtconv(nn.Sequential(two_d, one_d))
     assert isinstance(converted[0], winconv.WTConv2d)
     assert converted[1] is one_d
+
+
+def test_same_seed_gives_the_original_construction_order():
+    """Without the original checkout: the original builds its base conv, then each level's conv,
+    under the caller's seed; the same seed gives the same weights here."""
+    c, k, levels = 4, 5, 3
+    torch.manual_seed(7)
+    base = nn.Conv2d(c, c, k, padding="same", groups=c)
+    level_convs = [nn.Conv2d(4 * c, 4 * c, k, padding="same", groups=4 * c, bias=False) for _ in range(levels)]
+    torch.manual_seed(7)
+    layer = winconv.WTConv2d(c, c, kernel_size=k, wt_levels=levels)
+    assert torch.equal(layer.base_conv.weight, base.weight) and torch.equal(layer.base_conv.bias, base.bias)
+    for ours, theirs in zip(layer.level_weights, level_convs):
+        assert torch.equal(ours, theirs.weight)
+
+
+def _original_like(stride=1, **kwargs):
+    """A module with the original's attributes (and so its state_dict layout) and the winconv
+    layer it was made from."""
+    source = winconv.WTConv2d(3, 3, stride=stride, **kwargs)
+    with torch.no_grad():
+        for q in source.parameters():
+            if q.requires_grad:
+                q.add_(0.1 * torch.randn_like(q))
+    original = nn.Module()
+    for name in ("wt_filter", "iwt_filter", "base_conv", "base_scale", "wavelet_convs", "wavelet_scale"):
+        setattr(original, name, getattr(source, name))
+    original.stride = stride
+    return original, source
+
+
+def test_from_original_and_conversion_keep_the_outputs_and_stride():
+    x = torch.randn(1, 3, 9, 8)
+    original, source = _original_like(kernel_size=3, wt_levels=2)
+    converted = winconv.WTConv2d.from_original(original)
+    assert isinstance(converted, winconv.WTConv2d) and torch.equal(converted(x), source(x))
+    original, source = _original_like(stride=2, kernel_size=3, wt_levels=2)
+    converted = winconv.convert_wtconv(original)
+    assert converted.stride == 2 and converted(x).shape == (1, 3, 5, 4)
+    assert torch.equal(converted(x), source(x))
+
+
+def test_conversion_recurses_and_leaves_winconv_layers_alone():
+    original, _ = _original_like(kernel_size=3, wt_levels=1)
+    model = winconv.convert_wtconv(nn.Sequential(nn.Sequential(nn.Identity(), original)))
+    assert isinstance(model[0][1], winconv.WTConv2d)
+    layer = winconv.WTConv2d(2, 2, wt_levels=1)
+    assert winconv.convert_wtconv(layer) is layer
+    assert winconv.convert_wtconv(nn.Sequential(layer))[0] is layer
+
+
+def test_conversion_refuses_a_malformed_look_alike():
+    original, _ = _original_like(kernel_size=3, wt_levels=2)
+    original.wavelet_convs.append(nn.Conv2d(12, 12, 3, padding=1, groups=12, bias=False))  # 3 convs, 2 scales
+    with pytest.raises(RuntimeError, match="Missing key.*wavelet_scale.2"):
+        winconv.convert_wtconv(original)

@@ -124,6 +124,26 @@ def test_autocast_does_not_recast_inside_the_op():
     assert torch.equal(eager, expected) and torch.equal(traced, expected)
 
 
+def test_half_precision_inputs_are_computed_in_float32():
+    x = torch.randn(2, 3, 9, 7, generator=torch.Generator().manual_seed(0))
+    p = random_params(3, 5, 3, dtype=torch.float32)
+    for dtype in (torch.float16, torch.bfloat16):
+        xh = x.to(dtype)
+        y = functional.wtconv2d_forward(xh, *p.as_args(), 1)
+        assert torch.equal(y, functional.wtconv2d_forward(xh.float(), *p.as_args(), 1).to(dtype))
+
+
+def test_backward_returns_gradients_in_each_parameters_dtype():
+    """The backward op's outputs match its fake kernel's dtypes (the input's for dx, each
+    parameter's for its gradient), which autograd would otherwise hide by casting."""
+    x = torch.randn(1, 2, 7, 5)
+    p = random_params(2, 3, 2, bias=True, dtype=torch.bfloat16)
+    gx, gw0, gb0, gs0, gws, gss = functional.wtconv2d_backward(torch.randn(1, 2, 7, 5), x, *p.as_args(), 1)
+    assert gx.dtype == torch.float32
+    assert gw0.dtype == gb0.dtype == gs0.dtype == torch.bfloat16
+    assert all(g.dtype == torch.bfloat16 for g in gws + gss)
+
+
 def test_cuda_kernel_glue_with_a_stub_native_module(monkeypatch):
     """The CUDA implementations hand the native module float32 contiguous parameters, map a
     missing bias gradient to the op's 0-element convention and return gradients in each
@@ -143,7 +163,9 @@ def test_cuda_kernel_glue_with_a_stub_native_module(monkeypatch):
     def backward(gy, x, w0, b0, s0, ws, ss, stride):
         calls.append("bwd")
         gx, gw0, gb0, gs0, gws, gss = functional.wtconv2d_backward(gy, x, w0, b0, s0, ws, ss, stride)
-        return gx, gw0.float(), gb0, gs0.float(), [g.float() for g in gws], [g.float() for g in gss]
+        # The kernels return every parameter gradient in float32.
+        return gx, gw0.float(), None if gb0 is None else gb0.float(), gs0.float(), [g.float() for g in gws], [
+            g.float() for g in gss]
 
     monkeypatch.setattr(ops, "native_module", lambda: types.SimpleNamespace(
         wtconv2d_forward=forward, wtconv2d_backward=backward))
@@ -158,3 +180,11 @@ def test_cuda_kernel_glue_with_a_stub_native_module(monkeypatch):
     # float64 never reaches the native module.
     ops._wtconv2d_fwd_cuda(*_op_args(x.double(), p.to(dtype=torch.float64), 1))
     assert calls == ["fwd", "bwd"]
+    # With a bias: its gradient in the bias's dtype and shape.
+    pb = random_params(2, 3, 2, bias=True, dtype=torch.float16)
+    grads = ops._wtconv2d_bwd_cuda(torch.randn_like(y), *_op_args(x, pb, 2))
+    assert calls == ["fwd", "bwd", "bwd"]
+    assert grads[2].dtype == torch.float16 and grads[2].shape == (2,)
+    # An output gradient of another dtype than x is not handed to the kernels (they take x's).
+    ops._wtconv2d_bwd_cuda(torch.randn(y.shape), *_op_args(x, pb, 2))
+    assert calls == ["fwd", "bwd", "bwd"]

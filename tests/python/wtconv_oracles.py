@@ -127,6 +127,8 @@ def one_pass(x: torch.Tensor, p: WTParams, stride: int = 1) -> torch.Tensor:
 
 
 def rel_l2(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Relative L2 error of a against b; NaN never passes a bound, a wrong shape never broadcasts."""
+    assert a.shape == b.shape, f"shape {tuple(a.shape)} compared with {tuple(b.shape)}"
     a = a.double()
     b = b.double()
     return ((a - b).norm() / b.norm().clamp_min(1e-300)).item()
