@@ -5,9 +5,12 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
+#include <vector>
 
 #include "conv2d_test_util.h"
 #include "cpu/im2win_cpu.h"
+#include "cpu/start_thread.h"
 #include "fuzz_util.h"
 
 namespace winconv {
@@ -192,6 +195,17 @@ TEST(Conv2dCpuDeathTest, ThreadsThatCannotStartRunInline) {
   cfg.problem.n = 64; cfg.problem.c = 3; cfg.problem.h = 5; cfg.problem.w = 4;
   cfg.problem.k = 2; cfg.problem.r = 3; cfg.problem.s = 3; cfg.problem.pad_h = cfg.problem.pad_w = 1;
   EXPECT_EXIT(std::_Exit(run_without_room_for_threads(cfg)), ::testing::ExitedWithCode(0), "");
+}
+
+// Where a thread can start, the work runs on it (not inline, which would make the CPU paths
+// serial without a word).
+TEST(Conv2dCpu, StartOrRunInlineStartsAThreadWhenItCan) {
+  std::vector<std::thread> pool;
+  std::thread::id ran_on;
+  start_or_run_inline(pool, [&] { ran_on = std::this_thread::get_id(); });
+  ASSERT_EQ(pool.size(), 1u);
+  for (auto& t : pool) t.join();
+  EXPECT_NE(ran_on, std::this_thread::get_id());
 }
 
 TEST(Conv2dCpu, ExtraBytesCountWindowAndFilter) {

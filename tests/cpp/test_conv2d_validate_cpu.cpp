@@ -1,7 +1,10 @@
 // Shape math and every bad-input case of the conv2d API: each returns a precise Status.
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "winconv/conv2d.h"
+#include "winconv/status.h"
 
 namespace winconv {
 namespace {
@@ -154,11 +157,57 @@ TEST(Conv2dAlgoChoice, AutoResolvesToOnChip) {
   EXPECT_EQ(conv2d_select_algo(cfg, nullptr).code(), StatusCode::kNullPointer);
 }
 
-TEST(Conv2dNames, Stable) {
+// Every name of every enum value (the names are the result files' and the C surface's).
+TEST(Conv2dNames, EveryEnumValueHasItsName) {
+  EXPECT_STREQ(layout_name(Layout::kNCHW), "nchw");
   EXPECT_STREQ(layout_name(Layout::kNHWC), "nhwc");
+  EXPECT_STREQ(precision_name(Precision::kFP32), "fp32");
+  EXPECT_STREQ(precision_name(Precision::kFP16), "fp16");
   EXPECT_STREQ(precision_name(Precision::kBF16), "bf16");
+  EXPECT_STREQ(algo_name(Conv2dAlgo::kAuto), "auto");
   EXPECT_STREQ(algo_name(Conv2dAlgo::kMaterialized), "materialized");
+  EXPECT_STREQ(algo_name(Conv2dAlgo::kOnChip), "onchip");
+  EXPECT_EQ(precision_bytes(Precision::kFP32), 4u);
+  EXPECT_EQ(precision_bytes(Precision::kFP16), 2u);
+  EXPECT_EQ(precision_bytes(Precision::kBF16), 2u);
+}
+
+// Every status code's name, and the texts of an Ok and an error status.
+TEST(Conv2dNames, EveryStatusCodeHasItsName) {
+  const std::pair<StatusCode, const char*> names[] = {
+      {StatusCode::kOk, "Ok"},
+      {StatusCode::kInvalidArgument, "InvalidArgument"},
+      {StatusCode::kUnsupported, "Unsupported"},
+      {StatusCode::kNullPointer, "NullPointer"},
+      {StatusCode::kMisalignedPointer, "MisalignedPointer"},
+      {StatusCode::kWorkspaceTooSmall, "WorkspaceTooSmall"},
+      {StatusCode::kIndexOverflow, "IndexOverflow"},
+      {StatusCode::kNoDevice, "NoDevice"},
+      {StatusCode::kCudaError, "CudaError"},
+      {StatusCode::kOutOfMemory, "OutOfMemory"},
+  };
+  for (const auto& [code, name] : names) EXPECT_STREQ(status_code_name(code), name);
+  EXPECT_EQ(Status().to_string(), "Ok");
+  EXPECT_EQ(Status::Ok().to_string(), "Ok");
   EXPECT_EQ(Status(StatusCode::kNullPointer, "x is null").to_string(), "NullPointer: x is null");
+}
+
+// Valid arguments in a build without CUDA: kNoDevice from both entry points (test_wtconv_cpu
+// takes whatever code conv2d reports there, so it cannot tell).
+TEST(Conv2dNoCuda, ValidCallsReportNoDevice) {
+#if WINCONV_HAVE_CUDA
+  GTEST_SKIP() << "CUDA build";
+#else
+  Conv2dConfig cfg;
+  cfg.problem.n = 1; cfg.problem.c = 3; cfg.problem.h = 8; cfg.problem.w = 8;
+  cfg.problem.k = 4; cfg.problem.r = 3; cfg.problem.s = 3;
+  size_t bytes = 0;
+  const Status ws = conv2d_forward_workspace_size(cfg, &bytes);
+  EXPECT_EQ(ws.code(), StatusCode::kNoDevice) << ws.to_string();
+  EXPECT_NE(ws.message().find("without CUDA"), std::string::npos) << ws.to_string();
+  alignas(16) static float buf[1024];
+  EXPECT_EQ(conv2d_forward(cfg, buf, buf, buf, nullptr, 0, nullptr).code(), StatusCode::kNoDevice);
+#endif
 }
 
 }  // namespace

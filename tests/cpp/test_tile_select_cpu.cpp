@@ -191,5 +191,56 @@ TEST(KSplit, SplitsCoverTheReductionExactlyAndNoneIsEmpty) {
   }
 }
 
+// A partial last tile row or column is a tile too.
+TEST(TileSelect, TileGridCountsPartialTiles) {
+  EXPECT_EQ(tile_rows(392, TileShape::k64x128), 7);    // 6 full rows + 8 pixels
+  EXPECT_EQ(tile_rows(392, TileShape::k128x128), 4);
+  EXPECT_EQ(tile_cols(100, TileShape::k128x96), 2);
+  EXPECT_EQ(tile_count(200, 512, TileShape::k64x128), 16);  // 4 rows x 4 cols
+  EXPECT_EQ(tile_count(1, 1, TileShape::k128x128), 1);
+}
+
+// A GEMM shorter than one tile row is still 4 deep tiles and splits to the cap, as the conv12
+// batch-8 case does (AFewDeepTilesSplitToTheCap).
+TEST(KSplit, GemmShorterThanOneTileRowStillSplits) {
+  const KSplit ks = select_k_splits(50, 512, 4608, TileShape::k64x128, kSms);
+  EXPECT_EQ(ks.splits, kMaxKSplits);
+  EXPECT_EQ(ks.tiles_per_split, 36);
+}
+
+// 4 tiles of 64x128 with exactly 64 k-steps take 8 splits of exactly kMinKTilesPerSplit steps,
+// and 8 splits of 200 x 128 partial tiles are exactly the im2col matrix (200 x 1024): both
+// limits are inclusive.
+TEST(KSplit, SplitLimitsAreInclusive) {
+  const KSplit ks = select_k_splits(200, 128, 64 * kBK, TileShape::k64x128, kSms);
+  EXPECT_EQ(ks.splits, kMaxKSplits);
+  EXPECT_EQ(ks.tiles_per_split, kMinKTilesPerSplit);
+}
+
+// The tail split's memory cap counts its own rows [m_begin, M): the conv6 tail (8 tiles of
+// 64x128, 2 tile rows) splits 8 ways; counting all 12800 rows would cap it at 4.
+TEST(KSplit, TailSplitMemoryCapCountsOnlyTheSplitRows) {
+  const KSplit ks = select_k_splits(12800, 512, 2304, TileShape::k64x128, kSms);
+  EXPECT_EQ(ks.head_tiles, 792);
+  EXPECT_EQ(ks.splits, 8);
+  EXPECT_EQ(ks.tiles_per_split, 18);
+}
+
+// A tail split costs two more launches (the head's and the reduction's). M = 23552, N = 256 in 64x128 tiles: 736 tiles, 5 rounds and 76
+// tiles; the tail split saves less than the two launches, so the GEMM stays unsplit.
+TEST(KSplit, TailSplitPaysForItsExtraLaunches) {
+  EXPECT_EQ(select_k_splits(23552, 256, 2304, TileShape::k64x128, kSms).splits, 1);
+  EXPECT_EQ(select_k_splits(19392, 192, 576, TileShape::k128x64, kSms).splits, 1);
+}
+
+// On a predicted tie the fewer splits win (fewer partial
+// tiles in the workspace, less reduction traffic). M = 14336, N = 320, K = 2304 in 128x128
+// tiles: the tail's 5 and 7 splits predict exactly the same time.
+TEST(KSplit, PredictedTieTakesTheFewerSplits) {
+  const KSplit ks = select_k_splits(14336, 320, 2304, TileShape::k128x128, kSms);
+  EXPECT_EQ(ks.head_tiles, 264);
+  EXPECT_EQ(ks.splits, 5);
+}
+
 }  // namespace
 }  // namespace winconv::im2win
