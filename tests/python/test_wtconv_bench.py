@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import csv
 import json
+import math
 import sys
 
 import pytest
@@ -187,3 +189,179 @@ def test_a_timed_winconv_row_passes_only_with_finite_checked_errors():
     assert failed == [not_run]
     assert inaccurate == [nan_grad, unchecked_grad, half_bad]
     assert wtconv_bench.problems([nan_grad], f64_check=False) == ([], [])
+
+
+# ---------------------------------------------------------------------------------------------
+# rel_err and the accuracy gate
+
+
+def test_rel_l2_is_relative_to_the_reference_and_nan_when_not_finite():
+    out, ref = torch.tensor([1.0, 0.0], dtype=torch.float16), torch.tensor([2.0, 0.0], dtype=torch.float64)
+    assert wtconv_bench.rel_l2(out, ref) == pytest.approx(0.5)  # |out - ref| / |ref|, not / |out| (1.0)
+    for bad in (float("nan"), float("inf")):
+        assert math.isnan(wtconv_bench.rel_l2(torch.tensor([1.0, bad]), ref))
+
+
+def test_gate_bounds_are_the_documented_ones():
+    # DESIGN.md: FP32 at most 1e-5, FP16/BF16 at most 1e-2; at the bound passes, above it fails.
+    def row(dtype, err):
+        return wtconv_bench.Result("s", dtype, "winconv", dict(fwd_ms=1.0, train_ms=2.0, rel_err_f64=err,
+                                                               grad_rel_err_f64=err))
+
+    at = [row("fp32", 1e-5), row("fp16", 1e-2), row("bf16", 1e-2)]
+    above = [row("fp32", 2e-5), row("fp16", 1.1e-2), row("bf16", 1.1e-2)]
+    assert wtconv_bench.problems(at + above, f64_check=True) == ([], above)
+
+
+def test_failed_baselines_are_reported():
+    broken = wtconv_bench.Result("s", "fp16", "official_fused", {"error": "RuntimeError: nvcc"})
+    failed, inaccurate = wtconv_bench.problems([broken], f64_check=True)
+    assert failed == [broken] and inaccurate == []
+
+
+def test_the_run_fails_on_winconv_rows_only():
+    ours = wtconv_bench.Result("s", "fp32", "winconv", {"error": "RuntimeError: launch"})
+    baseline = wtconv_bench.Result("s", "fp32", "official_fused", {"error": "RuntimeError: nvcc"})
+    assert wtconv_bench.exit_status([], []) == 0
+    assert wtconv_bench.exit_status([baseline], []) == 0
+    assert wtconv_bench.exit_status([ours], []) == 1
+    assert wtconv_bench.exit_status([], [ours]) == 1
+
+
+def test_achieved_bandwidth_is_bytes_over_time_in_gb_per_second():
+    assert wtconv_bench.achieved_gbps(10_737_418_240, 2.5) == pytest.approx(4294.967296)
+    assert wtconv_bench.achieved_gbps(4_000_000, 0.001) == pytest.approx(4000.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Result files
+
+
+def test_result_files_follow_the_documented_format(tmp_path):
+    design = (REPO_ROOT / "docs" / "DESIGN.md").read_text()
+    documented = next(line.split(":", 1)[1].strip() for line in design.splitlines()
+                      if line.strip().startswith("wtconv.csv:"))
+    assert ",".join(wtconv_bench.MAIN_COLUMNS) == documented
+    assert wtconv_bench.EXTRA_COLUMNS[:len(wtconv_bench.MAIN_COLUMNS)] == wtconv_bench.MAIN_COLUMNS
+
+    ours = wtconv_bench.Result("s", "fp32", "winconv",
+                               dict(fwd_ms=0.2392, train_ms=0.6888, peak_bytes=235161088, rel_err=1.464e-07))
+    nan = wtconv_bench.Result("s", "fp16", "winconv", dict(fwd_ms=0.5, train_ms=1.25, peak_bytes=7, rel_err=float("nan")))
+    broken = wtconv_bench.Result("s", "fp32", "official_fused", {"error": "RuntimeError: boom"})
+    main, extra = tmp_path / "wtconv.csv", tmp_path / "wtconv_extra.csv"
+    wtconv_bench.write_csv(main, wtconv_bench.MAIN_COLUMNS, [ours, nan, broken], only_measured=True)
+    wtconv_bench.write_csv(extra, wtconv_bench.EXTRA_COLUMNS, [ours, nan, broken], only_measured=False)
+    assert main.read_text().splitlines()[0] == documented
+    rows = list(csv.DictReader(main.open()))
+    assert [(r["dtype"], r["impl"]) for r in rows] == [("fp32", "winconv"), ("fp16", "winconv")]  # measured only
+    assert (float(rows[0]["fwd_ms"]), float(rows[0]["train_ms"]), int(rows[0]["peak_bytes"])) == (0.2392, 0.6888, 235161088)
+    assert float(rows[0]["rel_err"]) == pytest.approx(1.464e-07, rel=1e-3)  # small errors keep their digits
+    assert rows[1]["rel_err"] == "nan"  # a NaN error stays visible
+    extra_rows = list(csv.DictReader(extra.open()))
+    assert [r["impl"] for r in extra_rows] == ["winconv", "winconv", "official_fused"]
+    assert extra_rows[2]["error"] == "RuntimeError: boom"
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs and baselines' weights
+
+
+def test_shapes_keep_height_and_width_apart(tmp_path):
+    path = tmp_path / "shapes.csv"
+    path.write_text("name,B,C,H,W,kernel_size,wt_levels\nwide,1,2,8,24,5,1\n")
+    (s,) = wtconv_bench.read_shapes(path)
+    assert (s.height, s.width, s.out_dims) == (8, 24, (1, 2, 8, 24))
+
+
+def test_official_layout_mapping_maps_each_parameter_to_its_own_tensor():
+    ours = winconv.WTConv2d(4, 4, kernel_size=5, wt_levels=3).state_dict()
+    expected = {"base_weight": "base_conv.weight", "base_scale": "base_scale.weight", "base_bias": "base_conv.bias"}
+    for level in range(3):
+        expected[f"wt_weights.{level}"] = f"wavelet_convs.{level}.weight"
+        expected[f"wt_scales.{level}"] = f"wavelet_scale.{level}.weight"
+    mapped = wtconv_bench.official_state_dict(ours, list(expected))
+    assert {k: next(name for name, t in ours.items() if t is v) for k, v in mapped.items()} == expected
+
+
+# ---------------------------------------------------------------------------------------------
+# The float64 oracle
+
+
+def test_float64_oracle_matches_the_module_and_its_input_gradient():
+    torch.manual_seed(1)
+    layer = winconv.WTConv2d(3, 3, kernel_size=5, stride=2, wt_levels=2)
+    with torch.no_grad():  # every parameter random, signs included
+        for p in layer.parameters():
+            p.copy_(torch.randn_like(p))
+    x = torch.randn(2, 3, 9, 10)
+    gy = torch.randn(2, 3, 5, 5)
+    y, gx = wtconv_bench.float64_reference(layer, x, gy)
+    layer64 = copy.deepcopy(layer).double()
+    x64 = x.double().requires_grad_(True)
+    out = layer64(x64)
+    out.backward(gy.double())
+    assert y.dtype == gx.dtype == torch.float64
+    assert gx.shape == x.shape
+    assert wtconv_bench.rel_l2(y, out.detach()) < 1e-12
+    assert wtconv_bench.rel_l2(gx, x64.grad) < 1e-12
+
+
+# ---------------------------------------------------------------------------------------------
+# FLOP count and the summary's figures
+
+
+def test_flop_count_is_two_per_multiply_add_over_ceil_halved_levels():
+    # 1x1x5x7, k = 3, 2 levels: base 35 outputs, level 1 4 x 3x4, level 2 4 x 2x2 (ceil halving).
+    shape = dict(batch=1, channels=1, height=5, width=7, kernel_size=3, wt_levels=2)
+    assert plot_wtconv.flop_count(shape) == 2 * 9 * (35 + 4 * 12 + 4 * 4)
+    big = dict(batch=16, channels=128, height=512, width=512, kernel_size=5, wt_levels=2)
+    n = 16 * 128 * 512 * 512
+    assert plot_wtconv.flop_count(big) == 2 * 25 * (n + n + n // 4)
+
+
+def _table(text, header_start):
+    """Rows (lists of cells) of the markdown table whose header starts with `header_start`."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip("|").split("|")])
+    return rows
+
+
+def test_summary_figures(tmp_path):
+    shapes = [wtconv_bench.Shape("a", 1, 4, 8, 8, 5, 1), wtconv_bench.Shape("b", 1, 4, 16, 16, 5, 1),
+              wtconv_bench.Shape("big_L2", 16, 128, 512, 512, 5, 2)]
+    env = {"gpu": "test GPU", "torch": "x", "cuda": None, "cudnn": None, "date": "today", "commit": "abc1234",
+           "winconv_kernels": "fused", "copy_GBps": 4000.0, "l2_bytes": 50 * 2**20, "iters": 20, "eager_rounds": 3,
+           "shapes": {s.name: vars(s) for s in shapes}}
+    (tmp_path / "wtconv_env.json").write_text(json.dumps(env))
+    # winconv 1, 2, 4 ms forward; official_fused 2, 1, 4 ms: ratios 2, 0.5, 1 -> geomean 1.
+    ours_fwd, official_fwd = [1.0, 2.0, 4.0], [2.0, 1.0, 4.0]
+    with (tmp_path / "wtconv_extra.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=wtconv_bench.EXTRA_COLUMNS)
+        writer.writeheader()
+        for i, s in enumerate(shapes):
+            writer.writerow({"shape": s.name, "dtype": "fp32", "impl": "winconv", "fwd_ms": ours_fwd[i],
+                             "train_ms": 2 * ours_fwd[i], "peak_bytes": 3 * 2**20, "rel_err": "1.5e-07",
+                             "bytes_model": "floor"})
+            writer.writerow({"shape": s.name, "dtype": "fp32", "impl": "official_fused", "fwd_ms": official_fwd[i],
+                             "train_ms": 2 * official_fwd[i], "peak_bytes": 9 * 2**20, "rel_err": "2e-03"})
+            writer.writerow({"shape": s.name, "dtype": "fp32", "impl": "depthwise7x7", "fwd_ms": 1.0,
+                             "train_ms": 2.0, "peak_bytes": 5 * 2**20})
+    text = plot_wtconv.summary_markdown(*plot_wtconv.load(tmp_path))
+
+    rows = {r[0]: r for r in _table(text, "| shape |")}
+    assert rows["a"][4:7] == ["3.0", "1.5e-07", "2.00"]  # winconv's peak MiB and rel_err; official fwd ratio
+    assert rows["b"][6] == "0.50"  # winconv slower here
+    assert rows["**geomean**"][6:8] == ["1.00", "1.00"]  # geomean of 2, 0.5, 1 over every shape
+
+    n = 16 * 128 * 512 * 512
+    floor = {r[0]: r for r in _table(text, "| dtype | fwd floor bytes |")}["fp32"]
+    fwd_bytes, train_bytes = 2 * n * 4, 5 * n * 4  # x + y; x, y, x, dY, dx
+    fwd_flops = 2 * 25 * (n + n + n // 4)
+    assert floor[1] == f"{fwd_bytes:,}" and floor[5] == f"{train_bytes:,}"
+    assert floor[2] == f"{fwd_bytes / 4000e9 * 1e3:.3f}" and floor[6] == f"{train_bytes / 4000e9 * 1e3:.3f}"
+    assert floor[10] == f"{3 * fwd_flops / 8e-3 / 1e12:.2f}"  # TFLOPS of the 8 ms training step
