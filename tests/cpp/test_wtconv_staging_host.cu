@@ -114,6 +114,47 @@ TEST(WtconvStagingHost, QuadLoadWidthFollowsWidthAndAlignment) {
   }
 }
 
+// quad_load_width at every element offset of a 16-byte aligned base: quads where the base sits on
+// a 4-element boundary (16 bytes for fp32, 8 for the 16-bit types), pairs on a 2-element one.
+template <typename T>
+void check_quad_load_width_offsets() {
+  alignas(16) static T buf[32];
+  for (int off = 0; off < 16; ++off)
+    for (int64_t W = 1; W <= 16; ++W) {
+      const int want = W % 4 == 0 && off % 4 == 0 ? 4 : W % 2 == 0 && off % 2 == 0 ? 2 : 1;
+      EXPECT_EQ(quad_load_width(buf + off, W), want) << "sizeof " << sizeof(T) << " off " << off << " W " << W;
+    }
+}
+
+TEST(WtconvStagingHost, QuadLoadWidthAtEveryElementOffset) {
+  check_quad_load_width_offsets<float>();
+  check_quad_load_width_offsets<__half>();
+  check_quad_load_width_offsets<__nv_bfloat16>();
+}
+
+// The plane staging at strides 4-8: a single-tile plane can then be taller (wider) than the
+// tile's pixel rows past the halo (the last rows feed no output), and staged_region must clamp the
+// staged pixels to the tile; the sweep above stops at stride 3, where the tile always holds the plane.
+TEST(WtconvStagingHost, PlaneStagingClampsToTheTileAtLargeStrides) {
+  int checked = 0, clamped = 0;
+  for (int k = 1; k <= 15; k += 2)
+    for (int s = 4; s <= 8; ++s)
+      for (int H = 1; H <= 64; H += 3)
+        for (int W = 1; W <= 64; W += 5) {
+          const int r = k / 2;
+          const int64_t Ho = (H + s - 1) / s, Wo = (W + s - 1) / s;
+          const WtconvTile f = pick_fwd_base_tile(4, 8, Ho, Wo, k, s);
+          if (f.tiles_y == 1 && f.tiles_x == 1) {
+            const int qh = fwd_base_coef_extent(s, f.th) + 2 * r, qw = fwd_base_coef_extent(s, f.tw) + 2 * r;
+            check(H, W, r, 2 * qh, 2 * qw, "forward");
+            ++checked;
+            clamped += H > 2 * qh - 2 * r || W > 2 * qw - 2 * r;
+          }
+        }
+  EXPECT_GT(checked, 500);
+  EXPECT_GT(clamped, 0);  // the clamp is exercised
+}
+
 }  // namespace
 }  // namespace wtconv_detail
 }  // namespace winconv

@@ -5,6 +5,8 @@
 // and two-column strips reading 8-byte pairs. Sizes sweep every tail (n % chunk), both
 // alignments, and the compile-time and runtime kernel sizes. No GPU needed.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdint>
@@ -345,6 +347,173 @@ TEST(WtconvStripsHost, ColumnAndPairStripsMatchTheWindowSumBitForBit) {
   check_strips<5, 4>();
   check_strips<5, 8>();
   check_strips<7, 4>();
+}
+
+// Partial strips never read a row at or past rows_left: with NaN there, every output the strip
+// returns (also those the kernels discard, which read the clamped last valid row) stays finite.
+template <int K, int R>
+void check_strips_stop_at_rows_left() {
+  constexpr int pitch = 2 * K + 8;
+  constexpr int kFloats = (R + K + 2) * pitch;
+  alignas(16) float tile[kFloats];
+  alignas(16) float w[K * K + 4];
+  const std::vector<float> wv = random_floats(K * K + 4, 3 * K + R);
+  std::memcpy(w, wv.data(), sizeof w);
+  for (int rows_left = 1; rows_left < R + K - 1; ++rows_left) {
+    SCOPED_TRACE("K=" + std::to_string(K) + " R=" + std::to_string(R) + " rows_left=" + std::to_string(rows_left));
+    const std::vector<float> t = random_floats(kFloats, 17 * K + R + rows_left);
+    std::memcpy(tile, t.data(), sizeof tile);
+    for (int e = rows_left * pitch; e < kFloats; ++e) tile[e] = std::nanf("");
+    float acc[R], acc_a[R], acc2[R][2], acc3[R][2];
+    conv_column_strip<K, R>(w, tile + 1, pitch, rows_left, acc);
+    conv_column_strip<K, R, true>(w, tile + 1, pitch, rows_left, acc_a);
+    conv_pair_strip<K, R, false>(w, tile + 2, pitch, rows_left, acc2);
+    conv_pair_strip<K, R, true>(w, tile + 3, pitch, rows_left, acc3);
+    for (int o = 0; o < R; ++o) {
+      EXPECT_FALSE(std::isnan(acc[o])) << "column strip o=" << o;
+      EXPECT_FALSE(std::isnan(acc_a[o])) << "column strip (aligned filter) o=" << o;
+      for (int u = 0; u < 2; ++u) {
+        EXPECT_FALSE(std::isnan(acc2[o][u])) << "pair strip o=" << o << " u=" << u;
+        EXPECT_FALSE(std::isnan(acc3[o][u])) << "odd pair strip o=" << o << " u=" << u;
+      }
+    }
+  }
+}
+
+TEST(WtconvStripsHost, PartialStripsReadNoRowPastRowsLeft) {
+  check_strips_stop_at_rows_left<3, 4>();
+  check_strips_stop_at_rows_left<3, 8>();
+  check_strips_stop_at_rows_left<5, 4>();
+  check_strips_stop_at_rows_left<5, 8>();
+  check_strips_stop_at_rows_left<7, 4>();
+}
+
+// Records the (plane, row) pairs it is called with; callable from host-device code (a host
+// lambda there draws nvcc's host-from-host-device warning).
+struct RowRecorder {
+  int* rows_seen;
+  int* count;
+  int capacity;
+  __host__ __device__ void operator()(int p, int y) const {
+    if (*count < capacity) rows_seen[(*count)++] = p * 1000 + y;
+  }
+};
+
+// The one-plane instance of for_strided_rows (kOnePlane, the fixed tiles) visits the rows the
+// general one visits for np = 1.
+TEST(WtconvStripsHost, OnePlaneStridedRowsVisitExactlyTheRowsOfTheStride) {
+  for (int rows = 1; rows <= 9; ++rows)
+    for (int step = 1; step <= 25; ++step)
+      for (int first = 0; first < step; ++first) {
+        int seen[16], count = 0;
+        for_strided_rows<true>(first, step, rows, 1, RowRecorder{seen, &count, 16});
+        std::vector<int> want;
+        for (int row = first; row < rows; row += step) want.push_back(row);
+        EXPECT_EQ(std::vector<int>(seen, seen + count), want) << "rows=" << rows << " step=" << step << " first=" << first;
+      }
+}
+
+// corr_row_quads with kWhole (no partial last chunk: n a multiple of corr_quad_chunk) and
+// corr_row_maybe_quads on both of its paths (quads for whole quads, corr_row for the rest, here
+// rows of n % 4 != 0 that the quad path cannot take): the same bits as the plain loop.
+template <int K, int kOy, int kOg>
+void check_corr_row_quads_whole_and_maybe() {
+  constexpr int kPad = 16, kLen = 512;
+  constexpr int CH = corr_quad_chunk(K, kOy, kOg);
+  alignas(16) float ybuf[kLen], gbuf[kLen];
+  const std::vector<float> yv = random_floats(kLen, 71 + K), gv = random_floats(kLen, 73 + K);
+  const float* y = ybuf + kPad + kOy;
+  const float* g = gbuf + kPad + kOg;
+  for (int n = 1; n <= 3 * CH && n + K + 8 + kPad < kLen; ++n) {
+    const bool whole = n % CH == 0, quads = n % 4 == 0;
+    SCOPED_TRACE("K=" + std::to_string(K) + " oy=" + std::to_string(kOy) + " og=" + std::to_string(kOg) +
+                 " n=" + std::to_string(n));
+    for (int i = 0; i < kLen; ++i) ybuf[i] = gbuf[i] = std::nanf("");
+    std::memcpy(ybuf + kPad + kOy, yv.data(), sizeof(float) * size_t(n + K - 1));
+    std::memcpy(gbuf + kPad + kOg, gv.data(), sizeof(float) * size_t(n));
+    float want[K];
+    for (int j = 0; j < K; ++j) want[j] = 0.25f * float(j) - 1.f;
+    float gsum_want = 0.5f;
+    corr_reference(want, y, g, n, K, &gsum_want);
+    float acc[K];
+    float gsum = 0.5f;
+    for (int j = 0; j < K; ++j) acc[j] = 0.25f * float(j) - 1.f;
+    corr_row_maybe_quads<K, kOy, kOg, true>(quads, acc, y, g, n, K, &gsum);
+    for (int j = 0; j < K; ++j) EXPECT_TRUE(same_bits(acc[j], want[j])) << "maybe quads=" << quads << " j=" << j;
+    EXPECT_TRUE(same_bits(gsum, gsum_want)) << "maybe quads=" << quads;
+    if (whole) {
+      gsum = 0.5f;
+      for (int j = 0; j < K; ++j) acc[j] = 0.25f * float(j) - 1.f;
+      corr_row_quads<K, kOy, kOg, true, true>(acc, y, g, n, &gsum);
+      for (int j = 0; j < K; ++j) EXPECT_TRUE(same_bits(acc[j], want[j])) << "kWhole j=" << j;
+      EXPECT_TRUE(same_bits(gsum, gsum_want)) << "kWhole";
+      gsum = 0.5f;
+      for (int j = 0; j < K; ++j) acc[j] = 0.25f * float(j) - 1.f;
+      corr_row_maybe_quads<K, kOy, kOg, true, true>(true, acc, y, g, n, K, &gsum);
+      for (int j = 0; j < K; ++j) EXPECT_TRUE(same_bits(acc[j], want[j])) << "maybe kWhole j=" << j;
+    }
+  }
+}
+
+TEST(WtconvStripsHost, WholeChunkAndMaybeQuadCorrelationRowsMatchThePlainLoop) {
+  check_corr_row_quads_whole_and_maybe<3, 0, 0>();
+  check_corr_row_quads_whole_and_maybe<3, 3, 1>();
+  check_corr_row_quads_whole_and_maybe<5, 1, 2>();
+  check_corr_row_quads_whole_and_maybe<5, 0, 2>();
+  check_corr_row_quads_whole_and_maybe<7, 3, 2>();
+  check_corr_row_quads_whole_and_maybe<7, 2, 0>();
+}
+
+// window_vector_width: the widest V in {4, 2} with pitch % V == 0 and V <= n_max (every row, and
+// every lane's job n_max floats apart, at one phase), 1 otherwise and always at k = 1.
+TEST(WtconvStripsHost, WindowVectorWidthIsTheWidestThatKeepsOnePhase) {
+  for (int k = 1; k <= kWtconvMaxKernelSize; k += 2)
+    for (int pitch = 1; pitch <= 40; ++pitch)
+      for (int n_max = 1; n_max <= 6; ++n_max) {
+        int want = 1;
+        if (k > 1)
+          for (int v : {4, 2})
+            if (pitch % v == 0 && v <= n_max) {
+              want = v;
+              break;
+            }
+        EXPECT_EQ(window_vector_width(k, pitch, n_max), want) << "k=" << k << " pitch=" << pitch << " n_max=" << n_max;
+      }
+}
+
+// strip_rows: 8-row strips for k = 3 and 5 from 16 tile rows on, 4 otherwise.
+TEST(WtconvStripsHost, StripRowsRule) {
+  for (int k = 1; k <= kWtconvMaxKernelSize; k += 2)
+    for (int rows = 1; rows <= 64; ++rows)
+      EXPECT_EQ(strip_rows(k, rows), (k == 3 || k == 5) && rows >= 16 ? 8 : 4) << "k=" << k << " rows=" << rows;
+}
+
+// conv_adjacent_windows reads src[i * pitch + m] for m < k + ncols - 1 only: the last row ends at
+// a page that is not readable, so a read past the windows faults.
+TEST(WtconvStripsHost, AdjacentWindowsReadNothingPastTheLastWindow) {
+  const long page = sysconf(_SC_PAGESIZE);
+  void* const mem = mmap(nullptr, size_t(2 * page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  ASSERT_EQ(mprotect(static_cast<char*>(mem) + page, size_t(page), PROT_NONE), 0);
+  float* const end = reinterpret_cast<float*>(static_cast<char*>(mem) + page);  // first unreadable float
+  constexpr int kPitch = 24;
+  const std::vector<float> w = random_floats(kWtconvMaxKernelSize * kWtconvMaxKernelSize, 47);
+  for (int k = 1; k <= kWtconvMaxKernelSize; k += 2) {
+    const int wp = filter_row_pitch(k);
+    std::vector<float4> padded_storage((k * wp + 3) / 4);
+    float* const padded = reinterpret_cast<float*>(padded_storage.data());
+    for (int e = 0; e < k * wp; ++e) padded[e] = e % wp < k ? w[e / wp * k + e % wp] : 0.f;
+    for (int ncols = 1; ncols <= 4; ++ncols) {
+      // The last row's last read float, src[(k - 1) * pitch + k + ncols - 2], is the page's last.
+      float* const src = end - ((k - 1) * kPitch + k + ncols - 1);
+      for (float* p = src; p < end; ++p) *p = 0.5f;
+      float acc[4];
+      conv_adjacent_windows<4>(padded, wp, src, kPitch, k, ncols, acc);
+      for (int u = 0; u < ncols; ++u)
+        EXPECT_TRUE(same_bits(acc[u], conv_window<0>(padded, src + u, kPitch, k, wp))) << "k " << k << " u " << u;
+    }
+  }
+  munmap(mem, size_t(2 * page));
 }
 
 }  // namespace
