@@ -250,6 +250,7 @@ class _NativeWtconv2d(torch.autograd.Function):
     def forward(ctx, native, stride, has_bias, levels, x, base_weight, base_bias, base_scale, *level_params):
         level_weights, level_scales = list(level_params[:levels]), list(level_params[levels:])
         ctx.native, ctx.stride, ctx.has_bias, ctx.levels = native, stride, has_bias, levels
+        x = x.contiguous()  # the kernels read NCHW: a channels-last x is converted, never misread
         ctx.save_for_backward(x, base_weight, base_bias, base_scale, *level_params)
         # wtconv2d() validated every argument with check_parameters just before.
         return native.wtconv2d_forward(x, base_weight, base_bias, base_scale, level_weights, level_scales, stride,
