@@ -126,12 +126,23 @@ def test_loading_non_haar_filters_is_refused(key):
         layer.load_state_dict(state)
 
 
-def test_from_original_keeps_device_dtype_and_mode():
-    source = winconv.WTConv2d(3, 3, kernel_size=3, wt_levels=2, bias=False)
-    original_like = nn.Module()  # an object laid out like the original module
+def _original_like(stride=1, **kwargs):
+    """A module with the original's attributes (and so its state_dict layout) and the winconv
+    layer it was made from."""
+    source = winconv.WTConv2d(3, 3, stride=stride, **kwargs)
+    with torch.no_grad():
+        for q in source.parameters():
+            if q.requires_grad:
+                q.add_(0.1 * torch.randn_like(q))
+    original = nn.Module()
     for name in ("wt_filter", "iwt_filter", "base_conv", "base_scale", "wavelet_convs", "wavelet_scale"):
-        setattr(original_like, name, getattr(source, name))
-    original_like.stride = 1
+        setattr(original, name, getattr(source, name))
+    original.stride = stride
+    return original, source
+
+
+def test_from_original_keeps_device_dtype_and_mode():
+    original_like, _ = _original_like(kernel_size=3, wt_levels=2, bias=False)
     original_like.double().eval()
     converted = winconv.convert_wtconv(original_like)
     assert isinstance(converted, winconv.WTConv2d) and not converted.training
@@ -329,21 +340,6 @@ def test_same_seed_gives_the_original_construction_order():
     assert torch.equal(layer.base_conv.weight, base.weight) and torch.equal(layer.base_conv.bias, base.bias)
     for ours, theirs in zip(layer.level_weights, level_convs):
         assert torch.equal(ours, theirs.weight)
-
-
-def _original_like(stride=1, **kwargs):
-    """A module with the original's attributes (and so its state_dict layout) and the winconv
-    layer it was made from."""
-    source = winconv.WTConv2d(3, 3, stride=stride, **kwargs)
-    with torch.no_grad():
-        for q in source.parameters():
-            if q.requires_grad:
-                q.add_(0.1 * torch.randn_like(q))
-    original = nn.Module()
-    for name in ("wt_filter", "iwt_filter", "base_conv", "base_scale", "wavelet_convs", "wavelet_scale"):
-        setattr(original, name, getattr(source, name))
-    original.stride = stride
-    return original, source
 
 
 def test_from_original_and_conversion_keep_the_outputs_and_stride():
