@@ -68,26 +68,42 @@ void check(int H, int W, int r, int rows, int cols, const char* what) {
     }
 }
 
+// The plane sweep of the staging tests: odd k up to 15, strides s_first..s_last, H and W up to
+// hw_max. Calls f(k, s, H, W).
+template <class F>
+void for_each_plane(int s_first, int s_last, int hw_max, F&& f) {
+  for (int k = 1; k <= 15; k += 2)
+    for (int s = s_first; s <= s_last; ++s)
+      for (int H = 1; H <= hw_max; H += 3)
+        for (int W = 1; W <= hw_max; W += 5) f(k, s, H, W);
+}
+
+// Where the forward base kernel holds an H x W plane at stride s in one tile (as
+// launch_forward_base decides), checks its staging and returns true with the tile's pixel rows and
+// columns; false for planes of more tiles.
+bool check_single_tile_forward(int k, int s, int H, int W, int* rows, int* cols) {
+  const int r = k / 2;
+  const int64_t Ho = (H + s - 1) / s, Wo = (W + s - 1) / s;
+  const WtconvTile f = pick_fwd_base_tile(4, 8, Ho, Wo, k, s);
+  if (f.tiles_y != 1 || f.tiles_x != 1) return false;
+  *rows = 2 * (fwd_base_coef_extent(s, f.th) + 2 * r);
+  *cols = 2 * (fwd_base_coef_extent(s, f.tw) + 2 * r);
+  check(H, W, r, *rows, *cols, "forward");
+  return true;
+}
+
 TEST(WtconvStagingHost, PlaneStagingFillsTheWholeTilesValues) {
   int checked = 0;
-  for (int k = 1; k <= 15; k += 2)
-    for (int s = 1; s <= 3; ++s)
-      for (int H = 1; H <= 40; H += 3)
-        for (int W = 1; W <= 40; W += 5) {
-          const int r = k / 2;
-          const int64_t Ho = (H + s - 1) / s, Wo = (W + s - 1) / s;
-          const WtconvTile f = pick_fwd_base_tile(4, 8, Ho, Wo, k, s);
-          if (f.tiles_y == 1 && f.tiles_x == 1) {  // as launch_forward_base decides
-            const int qh = fwd_base_coef_extent(s, f.th) + 2 * r, qw = fwd_base_coef_extent(s, f.tw) + 2 * r;
-            check(H, W, r, 2 * qh, 2 * qw, "forward");
-            ++checked;
-          }
-          const WtconvTile b = pick_bwd_base_tile(4, 8, (H + 1) / 2, (W + 1) / 2, k);
-          if (b.tiles_y == 1 && b.tiles_x == 1) {  // as launch_backward_base decides
-            check(H, W, r, 2 * (b.th + 2 * r), 2 * (b.tw + 2 * r), "backward");
-            ++checked;
-          }
-        }
+  for_each_plane(1, 3, 40, [&](int k, int s, int H, int W) {
+    const int r = k / 2;
+    int rows, cols;
+    checked += check_single_tile_forward(k, s, H, W, &rows, &cols);
+    const WtconvTile b = pick_bwd_base_tile(4, 8, (H + 1) / 2, (W + 1) / 2, k);
+    if (b.tiles_y == 1 && b.tiles_x == 1) {  // as launch_backward_base decides
+      check(H, W, r, 2 * (b.th + 2 * r), 2 * (b.tw + 2 * r), "backward");
+      ++checked;
+    }
+  });
   EXPECT_GT(checked, 500);
   // More than one tile: the whole tile, as before.
   const StagedRegion sr = staged_region(false, 100, 75, 2, 40, 72);
@@ -137,20 +153,13 @@ TEST(WtconvStagingHost, QuadLoadWidthAtEveryElementOffset) {
 // staged pixels to the tile; the sweep above stops at stride 3, where the tile always holds the plane.
 TEST(WtconvStagingHost, PlaneStagingClampsToTheTileAtLargeStrides) {
   int checked = 0, clamped = 0;
-  for (int k = 1; k <= 15; k += 2)
-    for (int s = 4; s <= 8; ++s)
-      for (int H = 1; H <= 64; H += 3)
-        for (int W = 1; W <= 64; W += 5) {
-          const int r = k / 2;
-          const int64_t Ho = (H + s - 1) / s, Wo = (W + s - 1) / s;
-          const WtconvTile f = pick_fwd_base_tile(4, 8, Ho, Wo, k, s);
-          if (f.tiles_y == 1 && f.tiles_x == 1) {
-            const int qh = fwd_base_coef_extent(s, f.th) + 2 * r, qw = fwd_base_coef_extent(s, f.tw) + 2 * r;
-            check(H, W, r, 2 * qh, 2 * qw, "forward");
-            ++checked;
-            clamped += H > 2 * qh - 2 * r || W > 2 * qw - 2 * r;
-          }
-        }
+  for_each_plane(4, 8, 64, [&](int k, int s, int H, int W) {
+    int rows, cols;
+    if (check_single_tile_forward(k, s, H, W, &rows, &cols)) {
+      ++checked;
+      clamped += H > rows - 2 * (k / 2) || W > cols - 2 * (k / 2);
+    }
+  });
   EXPECT_GT(checked, 500);
   EXPECT_GT(clamped, 0);  // the clamp is exercised
 }

@@ -33,8 +33,8 @@ def test_opcheck_forward_and_backward_ops(bias, stride):
         # Every other check must pass, and any other failure fails the test.
         if dynamic not in str(exc) or "Cannot call numel() on tensor with symbolic sizes" not in str(exc):
             raise
-        for util in ("test_schema", "test_autograd_registration", "test_faketensor"):
-            torch.library.opcheck(torch.ops.winconv.wtconv2d_bwd.default, bwd_args, test_utils=util)
+        torch.library.opcheck(torch.ops.winconv.wtconv2d_bwd.default, bwd_args,
+                              test_utils=("test_schema", "test_autograd_registration", "test_faketensor"))
         pytest.xfail(f"torch {torch.__version__}: {dynamic} of the second derivative (numel on a symbolic tensor)")
 
 
