@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "cuda/wtconv/wtconv_common.cuh"
+#include "cuda/wtconv/wtconv_items.cuh"
 
 namespace winconv {
 namespace wtconv_detail {

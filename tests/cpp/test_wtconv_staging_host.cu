@@ -9,7 +9,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "cuda/wtconv/wtconv_common.cuh"
+#include "cuda/wtconv/wtconv_quad_staging.cuh"
+#include "cuda/wtconv/wtconv_staging.cuh"
 
 namespace winconv {
 namespace wtconv_detail {

@@ -15,7 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "cuda/wtconv/wtconv_common.cuh"
+#include "cuda/wtconv/wtconv_correlations.cuh"
+#include "cuda/wtconv/wtconv_items.cuh"
+#include "cuda/wtconv/wtconv_strips.cuh"
+#include "cuda/wtconv/wtconv_windows.cuh"
 
 namespace winconv {
 namespace wtconv_detail {

@@ -12,6 +12,15 @@
 #include "cuda/common/tensor_map.h"
 #include "cuda/common/tma.cuh"
 #include "wtconv_kernels.cuh"
+#include "wtconv_correlations.cuh"
+#include "wtconv_haar.cuh"
+#include "wtconv_items.cuh"
+#include "wtconv_level_tiles.cuh"
+#include "wtconv_quad_staging.cuh"
+#include "wtconv_staging.cuh"
+#include "wtconv_strips.cuh"
+#include "wtconv_values.cuh"
+#include "wtconv_windows.cuh"
 
 namespace winconv {
 namespace wtconv_detail {

@@ -6,6 +6,12 @@
 #include <type_traits>
 
 #include "wtconv_kernels.cuh"
+#include "wtconv_haar.cuh"
+#include "wtconv_items.cuh"
+#include "wtconv_level_tiles.cuh"
+#include "wtconv_quad_staging.cuh"
+#include "wtconv_staging.cuh"
+#include "wtconv_windows.cuh"
 
 namespace winconv {
 namespace wtconv_detail {

@@ -5,6 +5,10 @@
 // shared memory. Every other plane takes the band path: each thread forms all m levels of a
 // column quad of 2^m pixel rows in registers (haar_cascade_band_kernel).
 #include "wtconv_kernels.cuh"
+#include "wtconv_haar.cuh"
+#include "wtconv_level_tiles.cuh"
+#include "wtconv_quad_staging.cuh"
+#include "wtconv_values.cuh"
 
 namespace winconv {
 namespace wtconv_detail {

@@ -7,7 +7,10 @@
 #include <type_traits>
 
 #include "cuda/common/dynamic_smem.h"
-#include "wtconv_common.cuh"
+#include "cuda/common/fast_divmod.cuh"
+#include "wtconv_items.cuh"
+#include "wtconv_level_tiles.cuh"
+#include "wtconv_quad_staging.cuh"
 #include "wtconv_plan.h"
 
 namespace winconv {
