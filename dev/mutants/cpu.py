@@ -407,7 +407,7 @@ MUTANTS = [
      'new': 'plan.hl[l] = plan.hl[l - 1] / 2 + (plan.hl[l - 1] > 1 ? 0 : 1);',
      'desc': 'plan level grid height floors for odd heights'},
     {'id': 'P15',
-     'file': 'src/cuda/wtconv/wtconv_plan.h',
+     'file': 'src/cuda/wtconv/wtconv_layouts.h',
      'old': 'return smem <= kSmemBudget && resident_blocks(smem, bound) >= resident_blocks(plain_smem, bound);',
      'new': 'return smem <= kSmemBudget;',
      'desc': 'layout_keeps_blocks ignores resident blocks'},

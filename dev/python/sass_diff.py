@@ -25,6 +25,18 @@ INSTRUCTION = re.compile(r"\s+/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;")
 PREDICATE = re.compile(r"^@!?U?P\w+\s+")
 
 
+ANONYMOUS = re.compile(r"(\d+)_GLOBAL__N__")
+
+
+def stable_name(mangled):
+    """The name without its anonymous namespace, whose mangled form hashes the file's contents."""
+    m = ANONYMOUS.search(mangled)
+    if not m:
+        return mangled
+    end = m.start(1) + len(m.group(1)) + int(m.group(1))
+    return mangled[: m.start()] + "_GLOBAL__N_" + mangled[end:]
+
+
 def sass_functions(path):
     """{mangled name: [instruction text]} of every function in the file's sm_* code."""
     out = subprocess.run(["cuobjdump", "-sass", str(path)], capture_output=True, text=True)
@@ -34,7 +46,7 @@ def sass_functions(path):
     for line in out.stdout.splitlines():
         m = FUNCTION.search(line)
         if m:
-            current = functions.setdefault(m.group(1), [])
+            current = functions.setdefault(stable_name(m.group(1)), [])
             continue
         m = INSTRUCTION.match(line)
         if m and current is not None:

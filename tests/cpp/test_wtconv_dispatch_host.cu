@@ -1,7 +1,7 @@
 // The kernel-size dispatch of every WTConv launcher (dispatch_kernel_size), on the host: the
 // specialised sizes 3, 5 and 7 as themselves, k = 1 as the runtime-k instance compiled for k = 1
 // alone (kOnly = 1; the level kernels' kWindows = false), every other odd size as the runtime-k
-// instance, and the specialised sizes exactly plan.h's list. No GPU needed.
+// instance, and the specialised sizes exactly wtconv_layouts.h's list. No GPU needed.
 #include <gtest/gtest.h>
 
 #include "cuda/wtconv/wtconv_kernels.cuh"

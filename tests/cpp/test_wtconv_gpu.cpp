@@ -975,7 +975,7 @@ TEST(WtconvGpu, PlaneTilesStageThePlaneAlone) {
 // same order, so every output must be bit-identical. The shapes cover in-place and copied boxes
 // (even and odd r), box origins off 16-byte alignment, boxes wider than the plane, 16-bit rows
 // that fail the 16-byte rule, strides 2 and 3, and fused forwards and backwards with one and many
-// planes per block. A fused backward (L = 2, k = 5: plan.h, bwd_fused_smem; at stride > 1 on the
+// planes per block. A fused backward (L = 2, k = 5: wtconv_layouts.h, bwd_fused_smem; at stride > 1 on the
 // full grid, WtconvRun) sums the level-1 and level-2 weight-gradient correlations over other row
 // groups and tiles than the two unfused kernels, so dW_1, ds_1, dW_2 and ds_2 may differ in the last
 // bits there (checked to 1e-6 relative); every other output must be bit-identical.

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "cuda/wtconv/wtconv_plan.h"
 #include "cuda/wtconv/wtconv_quad_staging.cuh"
 #include "cuda/wtconv/wtconv_staging.cuh"
 

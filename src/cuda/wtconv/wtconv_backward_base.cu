@@ -48,7 +48,7 @@ struct QuadPair {
 // become constants, as in the forward.
 // kOnly (K == 0): the runtime-k instance for k = kOnly alone (k = 1): its correlation rings and
 // window passes compile that size only, and it takes bwd_base_blocks_per_sm(kOnly) blocks.
-// kHalves (runtime k, k != 1): each dx job on a lane pair (bwd_dx_half_jobs, plan.h).
+// kHalves (runtime k, k != 1): each dx job on a lane pair (bwd_dx_half_jobs, wtconv_layouts.h).
 template <typename T, int K, bool kTma, bool kFuse2, bool kFixed, bool kPlane = false, int kOnly = 0,
           bool kHalves = false>
 __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(kOnly ? kOnly : K))

@@ -38,7 +38,7 @@ __global__ void __launch_bounds__(kBlockThreads, K == 3 || K == 5 || !kWindows ?
   const int th = a.g.th, tw = a.g.tw, np = a.g.np;
   const int eh = th + 2 * r, ew = tw + 2 * r, plane = eh * ew;
   // Correlation threads: two warps per subband, lane = ci + k * (part within the warp), so a
-  // half-warp reads consecutive rows of one plane (plan.h: corr_parts_per_warp, kLevelCorrWarpsPerSubband).
+  // half-warp reads consecutive rows of one plane (wtconv_layouts.h: corr_parts_per_warp, kLevelCorrWarpsPerSubband).
   const int jobs = 4 * k, parts_per_warp = corr_parts_per_warp(k);
   const int parts = kLevelCorrWarpsPerSubband * parts_per_warp;
   const int fs = level_filter_stride(k);

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "wtconv_plan.h"
+#include "wtconv_layouts.h"
 
 namespace winconv {
 namespace wtconv_detail {
@@ -143,7 +143,7 @@ __host__ __device__ __forceinline__ void corr_row(float* acc, const float* y, co
 // The caller promises (quad_corr_ok): n % 4 == 0, the alignment above, and that the floats
 // y[-kOy .. n + corr_quad_lead(K, kOy) - kOy) and g[-kOg .. n + corr_quad_lead(1, kOg) - kOg)
 // lie in shared memory (at most 3 floats on either side of what corr_row reads).
-// (corr_quad_lead, corr_quad_chunk: plan.h, which checks the fixed tiles against them.)
+// (corr_quad_lead, corr_quad_chunk: wtconv_layouts.h, which checks the fixed tiles against them.)
 // kWhole: the caller also promises n % chunk == 0 (the chunk below), so no partial last chunk.
 template <int K, int kOy, int kOg, bool kSum = false, bool kWhole = false>
 __host__ __device__ __forceinline__ void corr_row_quads(float* acc, const float* y, const float* g, int n,

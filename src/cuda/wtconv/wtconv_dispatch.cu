@@ -1,7 +1,7 @@
 // WTConv drivers: the launch sequence of one forward and one backward on the caller's stream.
 // Forward:  LL-chain cascade (X_1..X_{L-1}), levels L..2, base + level 1.
 // Backward: LL-chain cascades of x and of dy, levels L..2, base + level 1, parameter reduction.
-// With L == 2 the base kernels may compute level 2 themselves (plan.h: fwd_fused_smem,
+// With L == 2 the base kernels may compute level 2 themselves (wtconv_layouts.h: fwd_fused_smem,
 // bwd_fused_smem) and the level kernels are skipped.
 // A strided problem may run all of this on the full grid (plan.h: WtconvRun): the forward into the
 // workspace and subsampled, the backward (always) on dy spread onto the full grid, so the backward

@@ -7,6 +7,7 @@
 #include "wtconv_kernels.cuh"
 #include "wtconv_haar.cuh"
 #include "wtconv_level_tiles.cuh"
+#include "wtconv_plan.h"
 #include "wtconv_quad_staging.cuh"
 #include "wtconv_values.cuh"
 

@@ -11,7 +11,7 @@
 #include "wtconv_items.cuh"
 #include "wtconv_level_tiles.cuh"
 #include "wtconv_quad_staging.cuh"
-#include "wtconv_plan.h"
+#include "wtconv_layouts.h"
 
 namespace winconv {
 namespace wtconv_detail {
@@ -261,7 +261,7 @@ template <typename Div = TileDivmod>
 inline Div pair_count(int n) { return Div(uint32_t(n / 2 > 0 ? n / 2 : 1)); }
 
 // Divisors of the quad staging jobs of a base kernel: `rows` row pairs of the tile, each row
-// `cols` elements wide after a lead-in of `lead` elements (plan.h, fwd/bwd_quad_lead: exact when
+// `cols` elements wide after a lead-in of `lead` elements (wtconv_layouts.h, fwd/bwd_quad_lead: exact when
 // the same for every item, so that no quad lies wholly outside the tile and sends its warp through
 // the scalar store path; else 2, the largest).
 template <typename Div = TileDivmod>

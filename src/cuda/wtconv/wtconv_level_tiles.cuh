@@ -7,7 +7,7 @@
 #include "cuda/common/fast_divmod.cuh"
 #include "wtconv_haar.cuh"
 #include "wtconv_items.cuh"
-#include "wtconv_plan.h"
+#include "wtconv_layouts.h"
 #include "wtconv_quad_staging.cuh"
 #include "wtconv_staging.cuh"
 #include "wtconv_strips.cuh"

@@ -8,7 +8,7 @@
 
 #include "wtconv_haar.cuh"
 #include "wtconv_items.cuh"
-#include "wtconv_plan.h"
+#include "wtconv_layouts.h"
 #include "wtconv_staging.cuh"
 #include "wtconv_values.cuh"
 

@@ -7,7 +7,7 @@
 
 #include "cuda/common/fast_divmod.cuh"
 #include "wtconv_items.cuh"
-#include "wtconv_plan.h"
+#include "wtconv_layouts.h"
 #include "wtconv_values.cuh"
 
 namespace winconv {

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "wtconv_plan.h"
+#include "wtconv_layouts.h"
 
 namespace winconv {
 namespace wtconv_detail {
