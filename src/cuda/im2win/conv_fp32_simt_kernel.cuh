@@ -212,7 +212,7 @@ conv_fp32_simt_kernel(const ConvGemmParams p, const SplitKParams sk) {
       // copy of the loop, which stops after the real rows (conv7 -1.5% to -4% time, conv3 -6%);
       // the padding adds zeros, so the sums are the same. The other tiles keep the single loop
       // below as it was: compiled beside a second copy, their main loops took other registers and
-      // ran up to 5% slower (docs/perf-notes.md, v11). (So the loop is written twice: as a shared
+      // ran up to 5% slower (docs/conv2d.md, v11). (So the loop is written twice: as a shared
       // helper, or one loop for both, it also moved the other tiles' register allocation.)
       const int kk_n = p.kg - (kt_begin + kt) * kBK;
       auto multiply = [&](auto partial_tag) {

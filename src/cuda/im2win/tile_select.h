@@ -1,4 +1,4 @@
-// The tile-shape rule for the FP32 im2win GEMM (docs/perf-notes.md, "Tile selection rule").
+// The tile-shape rule for the FP32 im2win GEMM (docs/conv2d.md, "Tile selection rule").
 //
 // Predicted time of a shape = (tiles on the busiest SM) x (tile area) / (the shape's rate).
 // Tiles spread evenly over the SMs, so the busiest SM runs ceil(tiles / SMs) of them; the tile
@@ -45,7 +45,7 @@ inline int tile_rate_permille(TileShape t, AStageOrder order) {
     // the padded digit walk, ~927 pixel-major; one figure picks the fastest shape on all of them.
     case TileShape::k128x96: return 950;
     // Chosen by N alone (select_tile), not by cost; measured on conv8 (N = 128) against 128x128
-    // (k-major) and 64x128 (pixel-major), it is not a candidate wherever N > 32 (docs/perf-notes.md, v13).
+    // (k-major) and 64x128 (pixel-major), it is not a candidate wherever N > 32 (docs/conv2d.md, v13).
     case TileShape::k128x32: return k_major ? 780 : 830;
   }
   return 1;
@@ -70,7 +70,7 @@ inline TileShape select_tile(int64_t m, int64_t n, int num_sms, AStageOrder orde
   return best;
 }
 
-// Reduction splits (split-K) for a GEMM whose tiles leave SMs idle (docs/perf-notes.md, v7 and
+// Reduction splits (split-K) for a GEMM whose tiles leave SMs idle (docs/conv2d.md, v7 and
 // v10). Two forms:
 //   - every tile split (v7): for GEMMs of about one tile per SM or fewer (conv12: 100 tiles);
 //   - only the tail split (v10): the tiles of the last, partial round. The head, whole rounds
