@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "bench_paths.h"
+#include "cpu/window_gemm_cpu.h"
 
 namespace winconv::bench {
 
@@ -33,7 +34,8 @@ void fill_random(float* data, size_t count, uint64_t seed) {
 bool run_cpu_bench(const Options& opt, const std::vector<Layer>& layers, std::vector<ResultRow>* rows,
                    RunHeader* header, std::string* error) {
   const int reps = opt.reps_given ? opt.reps : 3;  // CPU runs are long and steady; three give a median
-  header->device = "CPU path (" + std::to_string(std::thread::hardware_concurrency()) + " hardware threads)";
+  header->device = "CPU path (" + std::to_string(std::thread::hardware_concurrency()) + " hardware threads, " +
+                   cpu_isa_name(widest_cpu_isa()) + ")";
   header->timing = "median of " + std::to_string(reps) + " runs (host steady clock)";
   const int64_t batch = opt.batch > 0 ? opt.batch : 1;
   std::mt19937_64 rng(1234);

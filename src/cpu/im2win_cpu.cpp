@@ -1,21 +1,20 @@
 // im2win convolution on the CPU: the path the benchmark runs without a GPU. The window tensor is
-// built once; each output pixel then is a dot product of ONE contiguous window run (S*R for NCHW
-// per channel, S*R*C for NHWC) with a filter row, which the compiler vectorizes. Output channels
-// are blocked by kKBlock so each window run is loaded once per block of filters.
+// built once; each output pixel then reads ONE contiguous window run per group (S*R elements per
+// channel for NCHW, S*R*C for NHWC). The products with the filters run as a register-blocked GEMM
+// per output row (window_gemm_cpu.h), in the widest vector instructions the CPU has.
 #include <algorithm>
-#include <new>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/conv2d_validate.h"
+#include "cpu/host_buffer.h"
 #include "cpu/im2win_cpu.h"
 #include "cpu/start_thread.h"
+#include "cpu/window_gemm_cpu.h"
 
 namespace winconv {
 namespace {
-
-constexpr int kKBlock = 8;
 
 // Runs body(i) for i in [0, count) on `threads` threads, in contiguous chunks.
 template <typename Body>
@@ -36,116 +35,141 @@ void parallel_for(int64_t count, int threads, Body body) {
   for (auto& th : pool) th.join();
 }
 
-// acc[b] += dot(run, filt + b*filter_stride) for b < kb, over `len` contiguous elements.
-inline void dot_block(const float* run, const float* filt, int64_t filter_stride, int64_t len,
-                      int kb, float* acc) {
-  for (int b = 0; b < kb; ++b) {
-    const float* f = filt + b * filter_stride;
-    float sum = 0.f;
-#pragma omp simd reduction(+ : sum)
-    for (int64_t j = 0; j < len; ++j) sum += run[j] * f[j];
-    acc[b] += sum;
-  }
-}
-
 }  // namespace
 
 int64_t im2win_window_elements(const Conv2dProblem& pb) {
   return pb.n * pb.c * pb.p() * (pb.w + 2 * pb.pad_w) * pb.r;
 }
 
-void im2win_transform_cpu(const Conv2dConfig& config, const float* x, float* window) {
+int64_t im2win_transform_rows(const Conv2dConfig& config) {
   const Conv2dProblem& pb = config.problem;
-  const int64_t P = pb.p(), Wp = pb.w + 2 * pb.pad_w, R = pb.r, C = pb.c;
-  auto x_padded = [&](int64_t n, int64_t c, int64_t h, int64_t wp) -> float {
-    const int64_t hh = h - pb.pad_h, ww = wp - pb.pad_w;
-    if (hh < 0 || hh >= pb.h || ww < 0 || ww >= pb.w) return 0.f;
-    return config.layout == Layout::kNCHW ? x[((n * C + c) * pb.h + hh) * pb.w + ww]
-                                          : x[((n * pb.h + hh) * pb.w + ww) * C + c];
-  };
-  for (int64_t n = 0; n < pb.n; ++n)
-    for (int64_t p = 0; p < P; ++p)
-      for (int64_t c = 0; c < C; ++c)
-        for (int64_t wp = 0; wp < Wp; ++wp)
-          for (int64_t u = 0; u < R; ++u) {
-            const float v = x_padded(n, c, p * pb.stride_h + u, wp);
-            if (config.layout == Layout::kNCHW)
-              window[((n * C + c) * P + p) * Wp * R + wp * R + u] = v;
-            else
-              window[(((n * P + p) * Wp + wp) * R + u) * C + c] = v;
-          }
+  return config.layout == Layout::kNCHW ? pb.n * pb.c * pb.p() : pb.n * pb.p();
 }
 
-void im2win_filter_transpose_cpu(const Conv2dConfig& config, const float* w, float* wt) {
+void im2win_transform_row_cpu(const Conv2dConfig& config, const float* x, float* window, int64_t row) {
   const Conv2dProblem& pb = config.problem;
-  const int64_t K = pb.k, C = pb.c, R = pb.r, S = pb.s;
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t c = 0; c < C; ++c)
-      for (int64_t r = 0; r < R; ++r)
-        for (int64_t s = 0; s < S; ++s) {
-          if (config.layout == Layout::kNCHW)
-            wt[((k * C + c) * S + s) * R + r] = w[((k * C + c) * R + r) * S + s];
-          else
-            wt[((k * S + s) * R + r) * C + c] = w[((k * R + r) * S + s) * C + c];
-        }
+  const int64_t H = pb.h, W = pb.w, P = pb.p(), Wp = W + 2 * pb.pad_w, R = pb.r, C = pb.c;
+  const int64_t p = row % P;
+  // The rows of x outside [0, H) and the columns outside [0, W) are the zero padding of X'.
+  auto x_row = [&](int64_t u) -> int64_t {
+    const int64_t h = p * pb.stride_h + u - pb.pad_h;
+    return h >= 0 && h < H ? h : -1;
+  };
+  if (config.layout == Layout::kNCHW) {
+    // row = (n*C + c)*P + p: I_hat[n, c, p, wp*R + u] = X'[n, c, p*s_h + u, wp], the R rows of x
+    // interleaved element by element.
+    // Written in order: the padding columns as zeros, then per column of x its R rows (a row of
+    // the padding reads as zeros).
+    float* dst = window + row * Wp * R;
+    const int64_t plane = row / P;  // n*C + c
+    const int64_t left = std::min<int64_t>(pb.pad_w, Wp) * R;
+    std::fill(dst, dst + left, 0.f);
+    std::fill(dst + left + W * R, dst + Wp * R, 0.f);
+    for (int64_t u = 0; u < R; ++u) {
+      const int64_t h = x_row(u);
+      float* out = dst + left + u;
+      if (h < 0) {
+        for (int64_t ww = 0; ww < W; ++ww) out[ww * R] = 0.f;
+      } else {
+        const float* src = x + (plane * H + h) * W;
+        for (int64_t ww = 0; ww < W; ++ww) out[ww * R] = src[ww];
+      }
+    }
+  } else {
+    // row = n*P + p: I_hat[n, p, wp, u, :] = X'[n, p*s_h + u, wp, :], a run of C channels each.
+    const int64_t n = row / P;
+    for (int64_t wp = 0; wp < Wp; ++wp)
+      for (int64_t u = 0; u < R; ++u) {
+        float* dst = window + ((row * Wp + wp) * R + u) * C;
+        const int64_t h = x_row(u), ww = wp - pb.pad_w;
+        if (h < 0 || ww < 0 || ww >= W) std::fill(dst, dst + C, 0.f);
+        else std::copy(x + ((n * H + h) * W + ww) * C, x + ((n * H + h) * W + ww + 1) * C, dst);
+      }
+  }
+}
+
+void im2win_transform_cpu(const Conv2dConfig& config, const float* x, float* window) {
+  for (int64_t row = 0; row < im2win_transform_rows(config); ++row) im2win_transform_row_cpu(config, x, window, row);
 }
 
 Status conv2d_forward_cpu_extra_bytes(const Conv2dConfig& config, size_t* bytes) {
   Status st = conv2d_validate(config);
   if (!st.ok()) return st;
   if (!bytes) return Status(StatusCode::kNullPointer, "bytes is null");
-  *bytes = sizeof(float) * size_t(im2win_window_elements(config.problem) + config.problem.w_elements());
+  *bytes = sizeof(float) * size_t(im2win_window_elements(config.problem) + packed_filter_elements(config.problem));
   return Status::Ok();
 }
 
 Status conv2d_forward_cpu(const Conv2dConfig& config, const float* x, const float* w, float* y,
                           int threads) {
+  return conv2d_forward_cpu_isa(config, x, w, y, threads, CpuVectorIsa::kAuto);
+}
+
+Status conv2d_forward_cpu_isa(const Conv2dConfig& config, const float* x, const float* w, float* y, int threads,
+                              CpuVectorIsa isa) {
   Status st = conv2d_validate(config);
   if (!st.ok()) return st;
   if (!x) return Status(StatusCode::kNullPointer, "x is null");
   if (!w) return Status(StatusCode::kNullPointer, "w is null");
   if (!y) return Status(StatusCode::kNullPointer, "y is null");
   if (threads < 0) return Status(StatusCode::kInvalidArgument, "threads must be >= 0");
+  if (!cpu_runs(isa))
+    return Status(StatusCode::kUnsupported, std::string("this CPU does not run ") + cpu_isa_name(isa));
   if (threads == 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  if (isa == CpuVectorIsa::kAuto) isa = widest_cpu_isa();
 
   const Conv2dProblem& pb = config.problem;
   const int64_t P = pb.p(), Q = pb.q(), Wp = pb.w + 2 * pb.pad_w;
   const int64_t R = pb.r, S = pb.s, C = pb.c, K = pb.k;
-  std::vector<float> window, wt;
-  try {
-    window.resize(size_t(im2win_window_elements(pb)));
-    wt.resize(size_t(pb.w_elements()));
-  } catch (const std::bad_alloc&) {
-    return Status(StatusCode::kOutOfMemory, "cannot allocate " + std::to_string(4 * im2win_window_elements(pb)) +
-                                                " bytes of host memory for the window tensor");
+  const HostBuffer window(size_t(im2win_window_elements(pb))), packed(size_t(packed_filter_elements(pb)));
+  if (!window || !packed) {
+    size_t bytes = 0;
+    conv2d_forward_cpu_extra_bytes(config, &bytes);
+    return Status(StatusCode::kOutOfMemory, "cannot allocate " + std::to_string(bytes) +
+                                                " bytes of host memory for the window tensor and the packed filter");
   }
-  im2win_transform_cpu(config, x, window.data());
-  im2win_filter_transpose_cpu(config, w, wt.data());
+  parallel_for(im2win_transform_rows(config), threads,
+               [&](int64_t row) { im2win_transform_row_cpu(config, x, window.get(), row); });
+  const int64_t k_padded = packed_filter_elements(pb) / (C * R * S);
+  parallel_for(k_padded / kCpuFilterBlock, threads,
+               [&](int64_t block) { pack_filter_block_cpu(config, w, packed.get(), block); });
   const bool nchw = config.layout == Layout::kNCHW;
 
-  // One task per (n, p) output row: every pixel of the row reads the same window row.
-  parallel_for(pb.n * P, threads, [&](int64_t row) {
-    const int64_t n = row / P, p = row % P;
-    float acc[kKBlock];
-    for (int64_t q = 0; q < Q; ++q) {
-      for (int64_t k0 = 0; k0 < K; k0 += kKBlock) {
-        const int kb = int(std::min<int64_t>(kKBlock, K - k0));
-        std::fill(acc, acc + kb, 0.f);
-        if (nchw) {
-          // Per channel, the window of (p, q) is S*R contiguous elements at q*s_w*R.
-          for (int64_t c = 0; c < C; ++c) {
-            const float* run = window.data() + ((n * C + c) * P + p) * Wp * R + q * pb.stride_w * R;
-            dot_block(run, wt.data() + (k0 * C + c) * S * R, C * S * R, S * R, kb, acc);
-          }
-          for (int b = 0; b < kb; ++b) y[((n * K + k0 + b) * P + p) * Q + q] = acc[b];
-        } else {
-          // NHWC: the whole window is one run of S*R*C elements at q*s_w*R*C.
-          const float* run = window.data() + ((n * P + p) * Wp + q * pb.stride_w) * R * C;
-          dot_block(run, wt.data() + k0 * S * R * C, S * R * C, S * R * C, kb, acc);
-          for (int b = 0; b < kb; ++b) y[((n * P + p) * Q + q) * K + k0 + b] = acc[b];
-        }
-      }
+  // One task per block of kCpuFilterBlock filters and (n, p) output row, filter blocks outermost:
+  // a thread's consecutive tasks share the block's packed filters (C*R*S*32 floats: 590 KB at
+  // C*R*S = 4608), which then stay in its L2 cache while the window rows stream past. Rows outermost
+  // re-read every filter per row, the whole packed filter from L3 for each of conv12's few rows.
+  const int64_t rows = pb.n * P;
+  parallel_for(k_padded / kCpuFilterBlock * rows, threads, [&](int64_t task) {
+    const int64_t kb = task / rows, n = task % rows / P, p = task % rows % P;
+    WindowRow row;
+    row.b = packed.get();
+    row.k_padded = k_padded;
+    row.q = Q;
+    row.k0 = kb * kCpuFilterBlock;
+    row.k1 = std::min(K, row.k0 + kCpuFilterBlock);
+    if (nchw) {
+      // Per channel, the window of (p, q) is S*R contiguous elements at q*s_w*R.
+      row.a = window.get() + (n * C * P + p) * Wp * R;
+      row.q_stride = pb.stride_w * R;
+      row.g_stride = P * Wp * R;
+      row.groups = C;
+      row.len = S * R;
+      row.y = y + (n * K * P + p) * Q;
+      row.y_q = 1;
+      row.y_k = P * Q;
+    } else {
+      // NHWC: the whole window is one run of S*R*C elements at q*s_w*R*C.
+      row.a = window.get() + (n * P + p) * Wp * R * C;
+      row.q_stride = pb.stride_w * R * C;
+      row.g_stride = 0;
+      row.groups = 1;
+      row.len = S * R * C;
+      row.y = y + (n * P + p) * Q * K;
+      row.y_q = K;
+      row.y_k = 1;
     }
+    window_row_gemm(isa, row);
   });
   return Status::Ok();
 }

@@ -41,33 +41,51 @@ TEST(Im2winTransformCpu, MatchesDefinitionNchw) {
         }
 }
 
-TEST(Im2winTransformCpu, WindowOfEachPixelIsOneContiguousRun) {
-  // NHWC: the window of (p, q) is S*R*C contiguous elements at ((n*P + p)*W' + q*s_w)*R*C, and
-  // dotting it with the [K][S][R][C] filter gives the convolution.
+// The window of (p, q) is one contiguous run per group: NCHW, S*R elements per channel c at
+// ((n*C + c)*P + p)*W'*R + q*s_w*R; NHWC, S*R*C elements at ((n*P + p)*W' + q*s_w)*R*C. Dotting the
+// runs with the packed filter's rows of the same groups (pack_filter_cpu, column k) gives the
+// convolution, in double, to the reference's rounding.
+TEST(Im2winTransformCpu, WindowOfEachPixelIsOneRunPerGroup) {
   std::mt19937_64 rng(7);
-  Conv2dConfig cfg = random_config(rng, Layout::kNHWC, 9);
-  const Conv2dProblem& pb = cfg.problem;
-  auto x = random_vector(size_t(pb.x_elements()), rng);
-  auto w = random_vector(size_t(pb.w_elements()), rng);
-  std::vector<float> win(size_t(im2win_window_elements(pb))), wt(w.size());
-  im2win_transform_cpu(cfg, x.data(), win.data());
-  im2win_filter_transpose_cpu(cfg, w.data(), wt.data());
-  std::vector<double> ref(size_t(pb.y_elements()));
-  ASSERT_TRUE(conv2d_reference(cfg, x.data(), w.data(), ref.data()).ok());
-  const int64_t P = pb.p(), Q = pb.q(), Wp = pb.w + 2 * pb.pad_w, L = pb.s * pb.r * pb.c;
-  for (int64_t n = 0; n < pb.n; ++n)
-    for (int64_t p = 0; p < P; ++p)
-      for (int64_t q = 0; q < Q; ++q)
-        for (int64_t k = 0; k < pb.k; ++k) {
-          const float* run = win.data() + ((n * P + p) * Wp + q * pb.stride_w) * pb.r * pb.c;
-          double acc = 0;
-          for (int64_t j = 0; j < L; ++j) acc += double(run[j]) * wt[size_t(k * L + j)];
-          EXPECT_NEAR(acc, ref[size_t(((n * P + p) * Q + q) * pb.k + k)], 1e-9);
-        }
+  for (Layout layout : {Layout::kNCHW, Layout::kNHWC}) {
+    for (int draw = 0; draw < 4; ++draw) {
+      const Conv2dConfig cfg = random_config(rng, layout, 9);
+      const Conv2dProblem& pb = cfg.problem;
+      auto x = random_vector(size_t(pb.x_elements()), rng);
+      auto w = random_vector(size_t(pb.w_elements()), rng);
+      std::vector<float> win(size_t(im2win_window_elements(pb))), packed(size_t(packed_filter_elements(pb)));
+      im2win_transform_cpu(cfg, x.data(), win.data());
+      pack_filter_cpu(cfg, w.data(), packed.data());
+      std::vector<double> ref(size_t(pb.y_elements()));
+      ASSERT_TRUE(conv2d_reference(cfg, x.data(), w.data(), ref.data()).ok());
+      const bool nchw = layout == Layout::kNCHW;
+      const int64_t P = pb.p(), Q = pb.q(), Wp = pb.w + 2 * pb.pad_w, R = pb.r, C = pb.c, K = pb.k;
+      const int64_t groups = nchw ? C : 1, len = nchw ? pb.s * R : pb.s * R * C;
+      const int64_t k_padded = int64_t(packed.size()) / (C * R * pb.s);
+      for (int64_t n = 0; n < pb.n; ++n)
+        for (int64_t p = 0; p < P; ++p)
+          for (int64_t q = 0; q < Q; ++q)
+            for (int64_t k = 0; k < K; ++k) {
+              double acc = 0;
+              for (int64_t g = 0; g < groups; ++g) {
+                const float* run = nchw ? win.data() + ((n * C + g) * P + p) * Wp * R + q * pb.stride_w * R
+                                        : win.data() + ((n * P + p) * Wp + q * pb.stride_w) * R * C;
+                for (int64_t j = 0; j < len; ++j) acc += double(run[j]) * packed[size_t((g * len + j) * k_padded + k)];
+              }
+              const int64_t y = nchw ? ((n * K + k) * P + p) * Q + q : ((n * P + p) * Q + q) * K + k;
+              ASSERT_NEAR(acc, ref[size_t(y)], 1e-9) << testing::describe(cfg);
+            }
+      // The padding past K is zeros.
+      for (int64_t row = 0; row < C * R * pb.s; ++row)
+        for (int64_t k = K; k < k_padded; ++k) ASSERT_EQ(packed[size_t(row * k_padded + k)], 0.f);
+    }
+  }
 }
 
 class Conv2dCpuRandom : public ::testing::TestWithParam<int> {};
 
+// Every row GEMM this CPU runs (SSE4.2, AVX2, AVX-512: register blocks of 6 output columns and 8,
+// 16 or 32 filters), on random K and output widths, so every column and filter tail is met.
 TEST_P(Conv2dCpuRandom, MatchesReference) {
   std::mt19937_64 rng(1000 + GetParam());
   for (Layout layout : {Layout::kNCHW, Layout::kNHWC}) {
@@ -75,13 +93,26 @@ TEST_P(Conv2dCpuRandom, MatchesReference) {
     const Conv2dProblem& pb = cfg.problem;
     auto x = random_vector(size_t(pb.x_elements()), rng);
     auto w = random_vector(size_t(pb.w_elements()), rng);
-    std::vector<float> y(size_t(pb.y_elements()), std::numeric_limits<float>::quiet_NaN());
-    std::vector<double> ref(y.size());
+    std::vector<double> ref(size_t(pb.y_elements()));
     ASSERT_TRUE(conv2d_reference(cfg, x.data(), w.data(), ref.data()).ok());
-    const Status st = conv2d_forward_cpu(cfg, x.data(), w.data(), y.data(), 2);
-    ASSERT_TRUE(st.ok()) << st.to_string();
-    EXPECT_LE(testing::relative_l2(y, ref), 1e-5) << testing::describe(cfg);
+    for (CpuVectorIsa isa : {CpuVectorIsa::kSse42, CpuVectorIsa::kAvx2, CpuVectorIsa::kAvx512, CpuVectorIsa::kAuto}) {
+      if (!cpu_runs(isa)) continue;
+      std::vector<float> y(ref.size(), std::numeric_limits<float>::quiet_NaN());
+      const Status st = conv2d_forward_cpu_isa(cfg, x.data(), w.data(), y.data(), 2, isa);
+      ASSERT_TRUE(st.ok()) << st.to_string();
+      EXPECT_LE(testing::relative_l2(y, ref), 1e-5) << testing::describe(cfg) << " " << cpu_isa_name(isa);
+    }
   }
+}
+
+TEST(Conv2dCpu, AutoTakesTheWidestInstructionSetTheCpuRuns) {
+  const CpuVectorIsa widest = widest_cpu_isa();
+  EXPECT_TRUE(cpu_runs(widest));
+  EXPECT_NE(widest, CpuVectorIsa::kAuto);
+  if (cpu_runs(CpuVectorIsa::kAvx512)) EXPECT_EQ(widest, CpuVectorIsa::kAvx512);
+  else if (cpu_runs(CpuVectorIsa::kAvx2)) EXPECT_EQ(widest, CpuVectorIsa::kAvx2);
+  else EXPECT_EQ(widest, CpuVectorIsa::kSse42);
+  EXPECT_TRUE(cpu_runs(CpuVectorIsa::kSse42));  // the build's baseline
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, Conv2dCpuRandom, ::testing::Range(0, 40));
@@ -214,7 +245,8 @@ TEST(Conv2dCpu, ExtraBytesCountWindowAndFilter) {
   cfg.problem.k = 4; cfg.problem.r = 3; cfg.problem.s = 3; cfg.problem.pad_w = 1;
   size_t bytes = 0;
   ASSERT_TRUE(conv2d_forward_cpu_extra_bytes(cfg, &bytes).ok());
-  EXPECT_EQ(bytes, 4u * (2 * 3 * 8 * 11 * 3 + 4 * 3 * 3 * 3));
+  // The window tensor and the packed filter, whose K = 4 filters are padded to one block of 32.
+  EXPECT_EQ(bytes, 4u * (2 * 3 * 8 * 11 * 3 + 32 * 3 * 3 * 3));
 }
 
 }  // namespace

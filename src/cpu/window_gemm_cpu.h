@@ -1,0 +1,46 @@
+// The GEMM of the CPU im2win path over one output row: every output (q, k) of row (n, p) is the
+// sum over the row's window runs of (p, q) times filter k, computed in register blocks of output
+// columns x filters with the filters as vectors, once per vector instruction set, the widest
+// the CPU runs chosen at run time.
+#pragma once
+
+#include <cstdint>
+
+#include "winconv/conv2d.h"
+
+namespace winconv {
+
+// The vector instruction sets the row GEMM is compiled for; kAuto is the widest this CPU runs.
+enum class CpuVectorIsa { kAuto, kSse42, kAvx2, kAvx512 };
+bool cpu_runs(CpuVectorIsa isa);
+CpuVectorIsa widest_cpu_isa();
+const char* cpu_isa_name(CpuVectorIsa isa);
+
+// The packed filter holds K rounded up to whole blocks of this many filters (zeros past K), so
+// that every register block of every instruction set reads whole vectors.
+constexpr int64_t kCpuFilterBlock = 32;
+int64_t packed_filter_elements(const Conv2dProblem& pb);
+// The filter as the row GEMM reads it: [group][run element][k], k padded to kCpuFilterBlock.
+// NCHW: a group per input channel, run element s*R + r; NHWC: one group, run element (s*R + r)*C + c
+// (the order of a window run, im2win_cpu.h).
+void pack_filter_cpu(const Conv2dConfig& config, const float* w, float* packed);
+// Filters [block * kCpuFilterBlock, (block + 1) * kCpuFilterBlock) of it (blocks run in parallel).
+void pack_filter_block_cpu(const Conv2dConfig& config, const float* w, float* packed, int64_t block);
+
+// One output row's operands.
+struct WindowRow {
+  const float* a;        // the run of output column 0, group 0, in the window tensor
+  int64_t q_stride;      // elements between the runs of adjacent output columns
+  int64_t g_stride;      // elements between the runs of adjacent groups (NCHW: input channels)
+  int64_t groups, len;   // groups (C for NCHW, 1 for NHWC) and elements of one run
+  const float* b;        // the packed filter
+  int64_t k_padded;      // its filters, K rounded up to kCpuFilterBlock
+  float* y;              // output (q, k) at y + q * y_q + k * y_k
+  int64_t y_q, y_k;
+  int64_t q;             // output columns in the row
+  int64_t k0, k1;        // the filters [k0, k1) to compute; k0 a multiple of kCpuFilterBlock
+};
+// isa must be one that cpu_runs (not kAuto).
+void window_row_gemm(CpuVectorIsa isa, const WindowRow& row);
+
+}  // namespace winconv
