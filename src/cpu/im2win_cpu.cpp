@@ -135,13 +135,17 @@ Status conv2d_forward_cpu_isa(const Conv2dConfig& config, const float* x, const 
                [&](int64_t block) { pack_filter_block_cpu(config, w, packed.get(), block); });
   const bool nchw = config.layout == Layout::kNCHW;
 
-  // One task per block of kCpuFilterBlock filters and (n, p) output row, filter blocks outermost:
-  // a thread's consecutive tasks share the block's packed filters (C*R*S*32 floats: 590 KB at
-  // C*R*S = 4608), which then stay in its L2 cache while the window rows stream past. Rows outermost
-  // re-read every filter per row, the whole packed filter from L3 for each of conv12's few rows.
-  const int64_t rows = pb.n * P;
-  parallel_for(k_padded / kCpuFilterBlock * rows, threads, [&](int64_t task) {
-    const int64_t kb = task / rows, n = task % rows / P, p = task % rows % P;
+  // One task per block of kCpuFilterBlock filters and (n, p) output row. A thread runs its tasks in
+  // order, so the outer of the two decides what it re-reads: with filter blocks outermost, the
+  // whole window once per block (N*P rows of C*W'*R); with rows outermost, the whole packed filter
+  // once per row (blocks of C*R*S*32). The first is smaller when W' < 32 S. Measured: conv6 and
+  // conv12 (few rows, 4.7-9.4 MB of filter) take blocks, -18% at conv6; conv4 and conv8 (10-45 MB of
+  // window) rows, -5 to -10% (docs/perf-notes.md, CPU path).
+  const int64_t rows = pb.n * P, blocks = k_padded / kCpuFilterBlock;
+  const bool blocks_outer = Wp < kCpuFilterBlock * S;
+  parallel_for(blocks * rows, threads, [&](int64_t task) {
+    const int64_t kb = blocks_outer ? task / rows : task % blocks;
+    const int64_t row_index = blocks_outer ? task % rows : task / blocks, n = row_index / P, p = row_index % P;
     WindowRow row;
     row.b = packed.get();
     row.k_padded = k_padded;

@@ -105,6 +105,30 @@ TEST_P(Conv2dCpuRandom, MatchesReference) {
   }
 }
 
+// The row GEMM's tasks run filter blocks outermost or rows outermost, whichever re-reads fewer
+// bytes: rows go outside when the padded width W' reaches 32 x S (a window row then outweighs a
+// block of packed filters). Both orders with several filter blocks, every instruction set.
+TEST(Conv2dCpu, BothTaskOrdersMatchTheReference) {
+  std::mt19937_64 rng(11);
+  for (Layout layout : {Layout::kNCHW, Layout::kNHWC})
+    for (int64_t width : {20, 70}) {  // W' = 20 < 64 = 32 S: blocks outermost; 70: rows outermost
+      Conv2dConfig cfg;
+      cfg.layout = layout;
+      Conv2dProblem& pb = cfg.problem;
+      pb.n = 2; pb.c = 3; pb.h = 6; pb.w = width; pb.k = 70; pb.r = 3; pb.s = 2;
+      const auto x = random_vector(size_t(pb.x_elements()), rng);
+      const auto w = random_vector(size_t(pb.w_elements()), rng);
+      std::vector<double> ref(size_t(pb.y_elements()));
+      ASSERT_TRUE(conv2d_reference(cfg, x.data(), w.data(), ref.data()).ok());
+      for (CpuVectorIsa isa : {CpuVectorIsa::kSse42, CpuVectorIsa::kAvx2, CpuVectorIsa::kAvx512}) {
+        if (!cpu_runs(isa)) continue;
+        std::vector<float> y(ref.size(), std::numeric_limits<float>::quiet_NaN());
+        ASSERT_TRUE(conv2d_forward_cpu_isa(cfg, x.data(), w.data(), y.data(), 2, isa).ok());
+        EXPECT_LE(testing::relative_l2(y, ref), 1e-5) << testing::describe(cfg) << " " << cpu_isa_name(isa);
+      }
+    }
+}
+
 TEST(Conv2dCpu, AutoTakesTheWidestInstructionSetTheCpuRuns) {
   const CpuVectorIsa widest = widest_cpu_isa();
   EXPECT_TRUE(cpu_runs(widest));
