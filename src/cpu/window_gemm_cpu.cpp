@@ -124,22 +124,26 @@ void pack_filter_block_cpu(const Conv2dConfig& config, const float* w, float* pa
   const Conv2dProblem& pb = config.problem;
   const int64_t K = pb.k, C = pb.c, R = pb.r, S = pb.s, CRS = C * R * S;
   const int64_t k_padded = packed_filter_elements(pb) / CRS, k0 = block * kCpuFilterBlock;
-  const bool nchw = config.layout == Layout::kNCHW;
+  const int64_t k_end = std::min(K, k0 + kCpuFilterBlock);
   // Each packed row's block is written once, in order, and the block's filters are read as that
-  // many sequential streams (zeros past K).
-  for (int64_t row = 0; row < CRS; ++row) {
-    // Packed row: group c, element s*R + r (NCHW); element (s*R + r)*C + c (NHWC). Weight
-    // (k, c, r, s) of filter k sits at k * CRS + at.
-    int64_t at;
-    if (nchw) {
-      const int64_t c = row / (S * R), s = row / R % S, r = row % R;
-      at = (c * R + r) * S + s;
-    } else {
-      const int64_t s = row / (R * C), r = row / C % R, c = row % C;
-      at = (r * S + s) * C + c;
-    }
-    float* dst = packed + row * k_padded + k0;
-    for (int64_t k = k0; k < k0 + kCpuFilterBlock; ++k) dst[k - k0] = k < K ? w[k * CRS + at] : 0.f;
+  // many sequential streams (zeros past K). Weight (k, c, r, s) of filter k sits at k * CRS + at.
+  auto pack_row = [&](int64_t row, int64_t at) {
+    float* dst = packed + row * k_padded;
+    const float* src = w + at;
+    for (int64_t k = k0; k < k_end; ++k) dst[k] = src[k * CRS];
+    for (int64_t k = k_end; k < k0 + kCpuFilterBlock; ++k) dst[k] = 0.f;
+  };
+  // The loops walk the packed rows in order: group c, element s*R + r (NCHW); element
+  // (s*R + r)*C + c (NHWC).
+  int64_t row = 0;
+  if (config.layout == Layout::kNCHW) {
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t s = 0; s < S; ++s)
+        for (int64_t r = 0; r < R; ++r) pack_row(row++, (c * R + r) * S + s);
+  } else {
+    for (int64_t s = 0; s < S; ++s)
+      for (int64_t r = 0; r < R; ++r)
+        for (int64_t c = 0; c < C; ++c) pack_row(row++, (r * S + s) * C + c);
   }
 }
 

@@ -53,7 +53,9 @@ TEST(Im2winTransformCpu, WindowOfEachPixelIsOneRunPerGroup) {
       const Conv2dProblem& pb = cfg.problem;
       auto x = random_vector(size_t(pb.x_elements()), rng);
       auto w = random_vector(size_t(pb.w_elements()), rng);
-      std::vector<float> win(size_t(im2win_window_elements(pb))), packed(size_t(packed_filter_elements(pb)));
+      // Poisoned first: every element of both must be written.
+      std::vector<float> win(size_t(im2win_window_elements(pb)), std::numeric_limits<float>::quiet_NaN());
+      std::vector<float> packed(size_t(packed_filter_elements(pb)), std::numeric_limits<float>::quiet_NaN());
       im2win_transform_cpu(cfg, x.data(), win.data());
       pack_filter_cpu(cfg, w.data(), packed.data());
       std::vector<double> ref(size_t(pb.y_elements()));
