@@ -62,7 +62,7 @@ void im2win_transform_row_cpu(const Conv2dConfig& config, const float* x, float*
     // the padding reads as zeros).
     float* dst = window + row * Wp * R;
     const int64_t plane = row / P;  // n*C + c
-    const int64_t left = std::min<int64_t>(pb.pad_w, Wp) * R;
+    const int64_t left = pb.pad_w * R;
     std::fill(dst, dst + left, 0.f);
     std::fill(dst + left + W * R, dst + Wp * R, 0.f);
     for (int64_t u = 0; u < R; ++u) {
@@ -130,7 +130,7 @@ Status conv2d_forward_cpu_isa(const Conv2dConfig& config, const float* x, const 
   }
   parallel_for(im2win_transform_rows(config), threads,
                [&](int64_t row) { im2win_transform_row_cpu(config, x, window.get(), row); });
-  const int64_t k_padded = packed_filter_elements(pb) / (C * R * S);
+  const int64_t k_padded = packed_filter_k(pb);
   parallel_for(k_padded / kCpuFilterBlock, threads,
                [&](int64_t block) { pack_filter_block_cpu(config, w, packed.get(), block); });
   const bool nchw = config.layout == Layout::kNCHW;

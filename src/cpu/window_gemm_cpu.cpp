@@ -108,22 +108,21 @@ const char* cpu_isa_name(CpuVectorIsa isa) {
   return "?";
 }
 
-int64_t packed_filter_elements(const Conv2dProblem& pb) {
-  const int64_t k_padded = (pb.k + kCpuFilterBlock - 1) / kCpuFilterBlock * kCpuFilterBlock;
-  return k_padded * pb.c * pb.r * pb.s;
+int64_t packed_filter_k(const Conv2dProblem& pb) {
+  return (pb.k + kCpuFilterBlock - 1) / kCpuFilterBlock * kCpuFilterBlock;
 }
 
+int64_t packed_filter_elements(const Conv2dProblem& pb) { return packed_filter_k(pb) * pb.c * pb.r * pb.s; }
+
 void pack_filter_cpu(const Conv2dConfig& config, const float* w, float* packed) {
-  for (int64_t block = 0; block < packed_filter_elements(config.problem) / kCpuFilterBlock /
-                                      (config.problem.c * config.problem.r * config.problem.s);
-       ++block)
+  for (int64_t block = 0; block < packed_filter_k(config.problem) / kCpuFilterBlock; ++block)
     pack_filter_block_cpu(config, w, packed, block);
 }
 
 void pack_filter_block_cpu(const Conv2dConfig& config, const float* w, float* packed, int64_t block) {
   const Conv2dProblem& pb = config.problem;
   const int64_t K = pb.k, C = pb.c, R = pb.r, S = pb.s, CRS = C * R * S;
-  const int64_t k_padded = packed_filter_elements(pb) / CRS, k0 = block * kCpuFilterBlock;
+  const int64_t k_padded = packed_filter_k(pb), k0 = block * kCpuFilterBlock;
   const int64_t k_end = std::min(K, k0 + kCpuFilterBlock);
   // Each packed row's block is written once, in order, and the block's filters are read as that
   // many sequential streams (zeros past K). Weight (k, c, r, s) of filter k sits at k * CRS + at.

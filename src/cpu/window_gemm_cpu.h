@@ -19,6 +19,7 @@ const char* cpu_isa_name(CpuVectorIsa isa);
 // The packed filter holds K rounded up to whole blocks of this many filters (zeros past K), so
 // that every register block of every instruction set reads whole vectors.
 constexpr int64_t kCpuFilterBlock = 32;
+int64_t packed_filter_k(const Conv2dProblem& pb);  // K rounded up to kCpuFilterBlock
 int64_t packed_filter_elements(const Conv2dProblem& pb);
 // The filter as the row GEMM reads it: [group][run element][k], k padded to kCpuFilterBlock.
 // NCHW: a group per input channel, run element s*R + r; NHWC: one group, run element (s*R + r)*C + c

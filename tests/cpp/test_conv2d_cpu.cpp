@@ -63,7 +63,7 @@ TEST(Im2winTransformCpu, WindowOfEachPixelIsOneRunPerGroup) {
       const bool nchw = layout == Layout::kNCHW;
       const int64_t P = pb.p(), Q = pb.q(), Wp = pb.w + 2 * pb.pad_w, R = pb.r, C = pb.c, K = pb.k;
       const int64_t groups = nchw ? C : 1, len = nchw ? pb.s * R : pb.s * R * C;
-      const int64_t k_padded = int64_t(packed.size()) / (C * R * pb.s);
+      const int64_t k_padded = packed_filter_k(pb);
       for (int64_t n = 0; n < pb.n; ++n)
         for (int64_t p = 0; p < P; ++p)
           for (int64_t q = 0; q < Q; ++q)
