@@ -10,29 +10,40 @@
 #include "common/conv2d_validate.h"
 #include "cpu/host_buffer.h"
 #include "cpu/im2win_cpu.h"
-#include "cpu/start_thread.h"
 #include "cpu/window_gemm_cpu.h"
+#include "cpu/worker_team.h"
 
 namespace winconv {
 namespace {
 
-// Runs body(i) for i in [0, count) on `threads` threads, in contiguous chunks.
-template <typename Body>
-void parallel_for(int64_t count, int threads, Body body) {
-  threads = int(std::max<int64_t>(1, std::min<int64_t>(threads, count)));
-  if (threads == 1) {
-    for (int64_t i = 0; i < count; ++i) body(i);
-    return;
-  }
-  std::vector<std::thread> pool;
-  const int64_t chunk = (count + threads - 1) / threads;
-  for (int t = 0; t < threads; ++t) {
-    const int64_t begin = t * chunk, end = std::min(count, begin + chunk);
-    start_or_run_inline(pool, [=] {
-      for (int64_t i = begin; i < end; ++i) body(i);
-    });
-  }
-  for (auto& th : pool) th.join();
+int resolve_threads(int threads) { return threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency())); }
+
+// Workers of the call's team: one per hardware thread asked for, and no more than the largest
+// phase has items (transform rows, filter blocks, GEMM tasks).
+int team_size(const Conv2dConfig& config, int threads) {
+  const Conv2dProblem& pb = config.problem;
+  const int64_t items = std::max(im2win_transform_rows(config), packed_filter_k(pb) / kCpuFilterBlock * pb.n * pb.p());
+  return int(std::max<int64_t>(1, std::min<int64_t>(threads, items)));
+}
+
+// The row GEMM's tasks are (filter block, output row) pairs. A thread runs a contiguous range of
+// them, so the outer of the two decides what it re-reads: with filter blocks outermost, the whole
+// window once per block (N*P rows of C*W'*R); with rows outermost, the whole packed filter once per
+// row (blocks of C*R*S*32). The first is smaller when W' < 32 S. Measured: conv6 and conv12 (few
+// rows, 4.7-9.4 MB of filter) take blocks, -18% at conv6; conv4 and conv8 (10-45 MB of window)
+// rows, -5 to -10% (docs/perf-notes.md, CPU path).
+bool filter_blocks_outer(const Conv2dProblem& pb) { return pb.w + 2 * pb.pad_w < kCpuFilterBlock * pb.s; }
+
+// Floats of packed filter conv2d_forward_cpu holds: with filter blocks outermost, each worker
+// with GEMM tasks packs the blocks of its own tasks into a buffer of one block, which stays in its
+// cache while the block's rows read it (the filter is read once from memory and the packed copy
+// never goes back there); with rows outermost, every row needs every block, so the whole filter
+// is packed first.
+int64_t packed_filter_held(const Conv2dConfig& config, int threads) {
+  const Conv2dProblem& pb = config.problem;
+  if (!filter_blocks_outer(pb)) return packed_filter_elements(pb);
+  const int64_t tasks = packed_filter_k(pb) / kCpuFilterBlock * pb.n * pb.p();
+  return std::min<int64_t>(team_size(config, threads), tasks) * packed_block_elements(pb);
 }
 
 }  // namespace
@@ -92,11 +103,13 @@ void im2win_transform_cpu(const Conv2dConfig& config, const float* x, float* win
   for (int64_t row = 0; row < im2win_transform_rows(config); ++row) im2win_transform_row_cpu(config, x, window, row);
 }
 
-Status conv2d_forward_cpu_extra_bytes(const Conv2dConfig& config, size_t* bytes) {
+Status conv2d_forward_cpu_extra_bytes(const Conv2dConfig& config, size_t* bytes, int threads) {
   Status st = conv2d_validate(config);
   if (!st.ok()) return st;
   if (!bytes) return Status(StatusCode::kNullPointer, "bytes is null");
-  *bytes = sizeof(float) * size_t(im2win_window_elements(config.problem) + packed_filter_elements(config.problem));
+  if (threads < 0) return Status(StatusCode::kInvalidArgument, "threads must be >= 0");
+  *bytes = sizeof(float) * size_t(im2win_window_elements(config.problem) +
+                                  packed_filter_held(config, resolve_threads(threads)));
   return Status::Ok();
 }
 
@@ -115,40 +128,27 @@ Status conv2d_forward_cpu_isa(const Conv2dConfig& config, const float* x, const 
   if (threads < 0) return Status(StatusCode::kInvalidArgument, "threads must be >= 0");
   if (!cpu_runs(isa))
     return Status(StatusCode::kUnsupported, std::string("this CPU does not run ") + cpu_isa_name(isa));
-  if (threads == 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  threads = resolve_threads(threads);
   if (isa == CpuVectorIsa::kAuto) isa = widest_cpu_isa();
 
   const Conv2dProblem& pb = config.problem;
   const int64_t P = pb.p(), Q = pb.q(), Wp = pb.w + 2 * pb.pad_w;
   const int64_t R = pb.r, S = pb.s, C = pb.c, K = pb.k;
-  const HostBuffer window(size_t(im2win_window_elements(pb))), packed(size_t(packed_filter_elements(pb)));
+  const HostBuffer window(size_t(im2win_window_elements(pb))), packed(size_t(packed_filter_held(config, threads)));
   if (!window || !packed) {
     size_t bytes = 0;
-    conv2d_forward_cpu_extra_bytes(config, &bytes);
+    conv2d_forward_cpu_extra_bytes(config, &bytes, threads);
     return Status(StatusCode::kOutOfMemory, "cannot allocate " + std::to_string(bytes) +
                                                 " bytes of host memory for the window tensor and the packed filter");
   }
-  parallel_for(im2win_transform_rows(config), threads,
-               [&](int64_t row) { im2win_transform_row_cpu(config, x, window.get(), row); });
-  const int64_t k_padded = packed_filter_k(pb);
-  parallel_for(k_padded / kCpuFilterBlock, threads,
-               [&](int64_t block) { pack_filter_block_cpu(config, w, packed.get(), block); });
+  const int64_t rows = pb.n * P, blocks = packed_filter_k(pb) / kCpuFilterBlock, block_elements = packed_block_elements(pb);
+  const bool blocks_outer = filter_blocks_outer(pb);
   const bool nchw = config.layout == Layout::kNCHW;
 
-  // One task per block of kCpuFilterBlock filters and (n, p) output row. A thread runs its tasks in
-  // order, so the outer of the two decides what it re-reads: with filter blocks outermost, the
-  // whole window once per block (N*P rows of C*W'*R); with rows outermost, the whole packed filter
-  // once per row (blocks of C*R*S*32). The first is smaller when W' < 32 S. Measured: conv6 and
-  // conv12 (few rows, 4.7-9.4 MB of filter) take blocks, -18% at conv6; conv4 and conv8 (10-45 MB of
-  // window) rows, -5 to -10% (docs/perf-notes.md, CPU path).
-  const int64_t rows = pb.n * P, blocks = k_padded / kCpuFilterBlock;
-  const bool blocks_outer = Wp < kCpuFilterBlock * S;
-  parallel_for(blocks * rows, threads, [&](int64_t task) {
-    const int64_t kb = blocks_outer ? task / rows : task % blocks;
-    const int64_t row_index = blocks_outer ? task % rows : task / blocks, n = row_index / P, p = row_index % P;
+  auto run_task = [&](int64_t kb, int64_t row_index, const float* block) {
+    const int64_t n = row_index / P, p = row_index % P;
     WindowRow row;
-    row.b = packed.get();
-    row.k_padded = k_padded;
+    row.b = block;
     row.q = Q;
     row.k0 = kb * kCpuFilterBlock;
     row.k1 = std::min(K, row.k0 + kCpuFilterBlock);
@@ -174,6 +174,34 @@ Status conv2d_forward_cpu_isa(const Conv2dConfig& config, const float* x, const 
       row.y_k = 1;
     }
     window_row_gemm(isa, row);
+  };
+  const int64_t tasks = blocks * rows;
+  WorkerTeam::run(team_size(config, threads), [&](WorkerTeam& team, int worker) {
+    int64_t begin, end;
+    // Phase 1: the transform, and with rows outermost the whole filter's pack.
+    team.range(im2win_transform_rows(config), worker, &begin, &end);
+    for (int64_t row = begin; row < end; ++row) im2win_transform_row_cpu(config, x, window.get(), row);
+    if (!blocks_outer) {
+      team.range(blocks, worker, &begin, &end);
+      for (int64_t kb = begin; kb < end; ++kb) pack_filter_block_cpu(config, w, packed.get() + kb * block_elements, kb);
+    }
+    team.barrier();
+    // Phase 2: the GEMM tasks. With blocks outermost, a worker packs each block its range enters
+    // into its own buffer, the worker-th of `packed` (workers past the tasks have none).
+    team.range(tasks, worker, &begin, &end);
+    if (blocks_outer) {
+      float* block = packed.get() + worker * block_elements;
+      for (int64_t task = begin, packed_kb = -1; task < end; ++task) {
+        const int64_t kb = task / rows;
+        if (kb != packed_kb) pack_filter_block_cpu(config, w, block, packed_kb = kb);
+        run_task(kb, task % rows, block);
+      }
+    } else {
+      for (int64_t task = begin; task < end; ++task) {
+        const int64_t kb = task % blocks;
+        run_task(kb, task / blocks, packed.get() + kb * block_elements);
+      }
+    }
   });
   return Status::Ok();
 }

@@ -15,59 +15,75 @@ typedef float V4 __attribute__((vector_size(16)));
 typedef float V8 __attribute__((vector_size(32)));
 typedef float V16 __attribute__((vector_size(64)));
 
-// QB = 6 and KV = 2 keep 12 accumulators, 2 filter vectors and a broadcast within the 16 vector
-// registers of SSE and AVX2 (AVX-512 has 32).
-constexpr int kColumns = 6, kVectors = 2;
+// KV = 2 filter vectors by QB = 6 columns keep 12 accumulators, 2 filter vectors and a broadcast
+// within the 16 vector registers of SSE and AVX2; AVX-512's 32 hold QB = 12, which halves the
+// filter loads per multiply-add (the packed block of a deep layer streams from L2).
+constexpr int kVectors = 2;
 
+// Output columns [q0, min(q0 + QB, q)) of the row, filters [k0, k0 + KV * VW) ∩ [k0, k1).
+template <typename V, int QB, int KV>
+__attribute__((always_inline)) inline void column_block(const WindowRow& r, int64_t k0, int64_t q0) {
+  constexpr int VW = int(sizeof(V) / sizeof(float)), KB = KV * VW;
+  // Columns past the row's last repeat it; their sums are not stored.
+  const float* a[QB];
+  for (int i = 0; i < QB; ++i) a[i] = r.a + std::min<int64_t>(q0 + i, r.q - 1) * r.q_stride;
+  V acc[QB][KV];
+  for (int i = 0; i < QB; ++i)
+    for (int v = 0; v < KV; ++v) acc[i][v] = V{};
+  const float* b = r.b + (k0 - r.k0);
+  for (int64_t g = 0; g < r.groups; ++g) {
+    const int64_t at = g * r.g_stride;
+    for (int64_t j = 0; j < r.len; ++j, b += kCpuFilterBlock) {
+      V bv[KV];
+      for (int v = 0; v < KV; ++v) std::memcpy(&bv[v], b + v * VW, sizeof(V));
+      for (int i = 0; i < QB; ++i) {
+        const float av = a[i][at + j];
+        for (int v = 0; v < KV; ++v) acc[i][v] += av * bv[v];
+      }
+    }
+  }
+  // NHWC (filters contiguous in y) stores whole vectors where the block holds KB filters.
+  const bool whole = r.y_k == 1 && k0 + KB <= r.k1;
+  for (int i = 0; i < QB && q0 + i < r.q; ++i) {
+    float* yq = r.y + (q0 + i) * r.y_q;
+    if (whole) {
+      for (int v = 0; v < KV; ++v) std::memcpy(yq + k0 + v * VW, &acc[i][v], sizeof(V));
+      continue;
+    }
+    for (int v = 0; v < KV; ++v)
+      for (int e = 0; e < VW; ++e) {
+        const int64_t k = k0 + v * VW + e;
+        if (k < r.k1) yq[k * r.y_k] = acc[i][v][e];
+      }
+  }
+}
+
+// Whole blocks of QB columns, then the row's last t < QB columns in a block of QB, QB / 2 or QB / 4
+// columns, the smallest that holds them: a deep layer's rows are 5 to 14 columns wide, where
+// repeating columns up to a whole block wasted up to half the multiply-adds.
 template <typename V, int QB, int KV>
 __attribute__((always_inline)) inline void row_gemm(const WindowRow& r) {
   constexpr int VW = int(sizeof(V) / sizeof(float)), KB = KV * VW;
   static_assert(kCpuFilterBlock % KB == 0, "a register block of filters never crosses the padding");
+  static_assert(QB % 4 == 0 || QB % 2 == 0, "QB / 2 and QB / 4 are the tail blocks");
+  constexpr int kHalf = QB / 2, kQuarter = QB / 4 > 0 ? QB / 4 : 1;
   for (int64_t k0 = r.k0; k0 < r.k1; k0 += KB) {
-    for (int64_t q0 = 0; q0 < r.q; q0 += QB) {
-      // Columns past the row's last repeat it; their sums are not stored.
-      const float* a[QB];
-      for (int i = 0; i < QB; ++i) a[i] = r.a + std::min<int64_t>(q0 + i, r.q - 1) * r.q_stride;
-      V acc[QB][KV];
-      for (int i = 0; i < QB; ++i)
-        for (int v = 0; v < KV; ++v) acc[i][v] = V{};
-      const float* b = r.b + k0;
-      for (int64_t g = 0; g < r.groups; ++g) {
-        const int64_t at = g * r.g_stride;
-        for (int64_t j = 0; j < r.len; ++j, b += r.k_padded) {
-          V bv[KV];
-          for (int v = 0; v < KV; ++v) std::memcpy(&bv[v], b + v * VW, sizeof(V));
-          for (int i = 0; i < QB; ++i) {
-            const float av = a[i][at + j];
-            for (int v = 0; v < KV; ++v) acc[i][v] += av * bv[v];
-          }
-        }
-      }
-      // NHWC (filters contiguous in y) stores whole vectors where the block holds KB filters.
-      const bool whole = r.y_k == 1 && k0 + KB <= r.k1;
-      for (int i = 0; i < QB && q0 + i < r.q; ++i) {
-        float* yq = r.y + (q0 + i) * r.y_q;
-        if (whole) {
-          for (int v = 0; v < KV; ++v) std::memcpy(yq + k0 + v * VW, &acc[i][v], sizeof(V));
-          continue;
-        }
-        for (int v = 0; v < KV; ++v)
-          for (int e = 0; e < VW; ++e) {
-            const int64_t k = k0 + v * VW + e;
-            if (k < r.k1) yq[k * r.y_k] = acc[i][v][e];
-          }
-      }
-    }
+    int64_t q0 = 0;
+    for (; q0 + QB <= r.q; q0 += QB) column_block<V, QB, KV>(r, k0, q0);
+    const int64_t tail = r.q - q0;
+    if (tail > kHalf) column_block<V, QB, KV>(r, k0, q0);
+    else if (tail > kQuarter) column_block<V, kHalf, KV>(r, k0, q0);
+    else if (tail > 0) column_block<V, kQuarter, KV>(r, k0, q0);
   }
 }
 
-void row_gemm_sse42(const WindowRow& r) { row_gemm<V4, kColumns, kVectors>(r); }
+void row_gemm_sse42(const WindowRow& r) { row_gemm<V4, 6, kVectors>(r); }
 #if defined(__x86_64__)
 __attribute__((target("arch=x86-64-v4"))) void row_gemm_avx512(const WindowRow& r) {
-  row_gemm<V16, kColumns, kVectors>(r);
+  row_gemm<V16, 12, kVectors>(r);
 }
 __attribute__((target("arch=x86-64-v3"))) void row_gemm_avx2(const WindowRow& r) {
-  row_gemm<V8, kColumns, kVectors>(r);
+  row_gemm<V8, 6, kVectors>(r);
 }
 #else
 // Elsewhere only the baseline instance exists (cpu_runs says so).
@@ -114,36 +130,44 @@ int64_t packed_filter_k(const Conv2dProblem& pb) {
 
 int64_t packed_filter_elements(const Conv2dProblem& pb) { return packed_filter_k(pb) * pb.c * pb.r * pb.s; }
 
+int64_t packed_block_elements(const Conv2dProblem& pb) { return kCpuFilterBlock * pb.c * pb.r * pb.s; }
+
 void pack_filter_cpu(const Conv2dConfig& config, const float* w, float* packed) {
   for (int64_t block = 0; block < packed_filter_k(config.problem) / kCpuFilterBlock; ++block)
-    pack_filter_block_cpu(config, w, packed, block);
+    pack_filter_block_cpu(config, w, packed + block * packed_block_elements(config.problem), block);
 }
 
-void pack_filter_block_cpu(const Conv2dConfig& config, const float* w, float* packed, int64_t block) {
+void pack_filter_block_cpu(const Conv2dConfig& config, const float* w, float* dst, int64_t block) {
   const Conv2dProblem& pb = config.problem;
   const int64_t K = pb.k, C = pb.c, R = pb.r, S = pb.s, CRS = C * R * S;
-  const int64_t k_padded = packed_filter_k(pb), k0 = block * kCpuFilterBlock;
-  const int64_t k_end = std::min(K, k0 + kCpuFilterBlock);
-  // Each packed row's block is written once, in order, and the block's filters are read as that
-  // many sequential streams (zeros past K). Weight (k, c, r, s) of filter k sits at k * CRS + at.
-  auto pack_row = [&](int64_t row, int64_t at) {
-    float* dst = packed + row * k_padded;
-    const float* src = w + at;
-    for (int64_t k = k0; k < k_end; ++k) dst[k] = src[k * CRS];
-    for (int64_t k = k_end; k < k0 + kCpuFilterBlock; ++k) dst[k] = 0.f;
-  };
-  // The loops walk the packed rows in order: group c, element s*R + r (NCHW); element
-  // (s*R + r)*C + c (NHWC).
-  int64_t row = 0;
-  if (config.layout == Layout::kNCHW) {
-    for (int64_t c = 0; c < C; ++c)
-      for (int64_t s = 0; s < S; ++s)
-        for (int64_t r = 0; r < R; ++r) pack_row(row++, (c * R + r) * S + s);
-  } else {
-    for (int64_t s = 0; s < S; ++s)
-      for (int64_t r = 0; r < R; ++r)
-        for (int64_t c = 0; c < C; ++c) pack_row(row++, (r * S + s) * C + c);
+  const int64_t k0 = block * kCpuFilterBlock, k_end = std::min(K, k0 + kCpuFilterBlock);
+  // The block is a transpose of the 32 filters' rows, done in tiles of 16 weights: a tile reads one
+  // cache line or two of each filter and writes 16 whole packed rows, so both sides move whole lines.
+  // (Scattering one filter at a time across the whole block wrote one float per 128-byte row, a
+  // cache line's round trip per float; reading the 32 filters one weight at a time ran 32 streams.)
+  // Filter k is [c][r][s] at w + k*CRS (NCHW; packed row (c*S + s)*R + r) or [r][s][c] (NHWC, the
+  // filter in KRSC; packed row (s*R + r)*C + c).
+  constexpr int64_t kTile = 16;
+  int64_t rows[kTile];
+  for (int64_t t0 = 0; t0 < CRS; t0 += kTile) {
+    const int64_t t1 = std::min(CRS, t0 + kTile);
+    for (int64_t t = t0; t < t1; ++t) {
+      if (config.layout == Layout::kNCHW) {
+        const int64_t c = t / (R * S), r = t / S % R, s = t % S;
+        rows[t - t0] = (c * S + s) * R + r;
+      } else {
+        const int64_t r = t / (S * C), s = t / C % S, c = t % C;
+        rows[t - t0] = (s * R + r) * C + c;
+      }
+    }
+    for (int64_t k = k0; k < k_end; ++k) {
+      const float* src = w + k * CRS;
+      for (int64_t t = t0; t < t1; ++t) dst[rows[t - t0] * kCpuFilterBlock + (k - k0)] = src[t];
+    }
   }
+  if (k_end < k0 + kCpuFilterBlock)  // zeros past K
+    for (int64_t row = 0; row < CRS; ++row)
+      std::fill(dst + row * kCpuFilterBlock + (k_end - k0), dst + (row + 1) * kCpuFilterBlock, 0.f);
 }
 
 void window_row_gemm(CpuVectorIsa isa, const WindowRow& row) {

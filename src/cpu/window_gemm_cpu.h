@@ -21,12 +21,16 @@ const char* cpu_isa_name(CpuVectorIsa isa);
 constexpr int64_t kCpuFilterBlock = 32;
 int64_t packed_filter_k(const Conv2dProblem& pb);  // K rounded up to kCpuFilterBlock
 int64_t packed_filter_elements(const Conv2dProblem& pb);
-// The filter as the row GEMM reads it: [group][run element][k], k padded to kCpuFilterBlock.
-// NCHW: a group per input channel, run element s*R + r; NHWC: one group, run element (s*R + r)*C + c
-// (the order of a window run, im2win_cpu.h).
+int64_t packed_block_elements(const Conv2dProblem& pb);  // one block: kCpuFilterBlock * C*R*S
+// The filter as the row GEMM reads it: [block][group][run element][k in block], K padded to whole
+// blocks of kCpuFilterBlock. NCHW: a group per input channel, run element s*R + r; NHWC: one group,
+// run element (s*R + r)*C + c (the order of a window run, im2win_cpu.h). A block's filters are one
+// contiguous stream: with K-wide rows instead, a block read 128 bytes every K*4 bytes, a stride
+// that maps into a few cache sets, so a deep layer's block fell out of L2 between column blocks.
 void pack_filter_cpu(const Conv2dConfig& config, const float* w, float* packed);
-// Filters [block * kCpuFilterBlock, (block + 1) * kCpuFilterBlock) of it (blocks run in parallel).
-void pack_filter_block_cpu(const Conv2dConfig& config, const float* w, float* packed, int64_t block);
+// Block `block` of it, the filters [block * kCpuFilterBlock, (block + 1) * kCpuFilterBlock), into
+// dst (packed_block_elements; blocks can be packed in parallel, or one at a time into a buffer).
+void pack_filter_block_cpu(const Conv2dConfig& config, const float* w, float* dst, int64_t block);
 
 // One output row's operands.
 struct WindowRow {
@@ -34,12 +38,11 @@ struct WindowRow {
   int64_t q_stride;      // elements between the runs of adjacent output columns
   int64_t g_stride;      // elements between the runs of adjacent groups (NCHW: input channels)
   int64_t groups, len;   // groups (C for NCHW, 1 for NHWC) and elements of one run
-  const float* b;        // the packed filter
-  int64_t k_padded;      // its filters, K rounded up to kCpuFilterBlock
+  const float* b;        // the packed block of filters [k0, k1)
   float* y;              // output (q, k) at y + q * y_q + k * y_k
   int64_t y_q, y_k;
   int64_t q;             // output columns in the row
-  int64_t k0, k1;        // the filters [k0, k1) to compute; k0 a multiple of kCpuFilterBlock
+  int64_t k0, k1;        // the filters [k0, k1) to compute: one block's, k0 a multiple of kCpuFilterBlock
 };
 // isa must be one that cpu_runs (not kAuto).
 void window_row_gemm(CpuVectorIsa isa, const WindowRow& row);

@@ -43,8 +43,8 @@ TEST(Im2winTransformCpu, MatchesDefinitionNchw) {
 
 // The window of (p, q) is one contiguous run per group: NCHW, S*R elements per channel c at
 // ((n*C + c)*P + p)*W'*R + q*s_w*R; NHWC, S*R*C elements at ((n*P + p)*W' + q*s_w)*R*C. Dotting the
-// runs with the packed filter's rows of the same groups (pack_filter_cpu, column k) gives the
-// convolution, in double, to the reference's rounding.
+// runs with the packed filter's rows of the same groups (pack_filter_cpu: filter k in block k / 32,
+// lane k % 32) gives the convolution, in double, to the reference's rounding.
 TEST(Im2winTransformCpu, WindowOfEachPixelIsOneRunPerGroup) {
   std::mt19937_64 rng(7);
   for (Layout layout : {Layout::kNCHW, Layout::kNHWC}) {
@@ -63,7 +63,10 @@ TEST(Im2winTransformCpu, WindowOfEachPixelIsOneRunPerGroup) {
       const bool nchw = layout == Layout::kNCHW;
       const int64_t P = pb.p(), Q = pb.q(), Wp = pb.w + 2 * pb.pad_w, R = pb.r, C = pb.c, K = pb.k;
       const int64_t groups = nchw ? C : 1, len = nchw ? pb.s * R : pb.s * R * C;
-      const int64_t k_padded = packed_filter_k(pb);
+      const int64_t k_padded = packed_filter_k(pb), rows = C * R * pb.s;
+      auto packed_at = [&](int64_t row, int64_t k) {
+        return packed[size_t(((k / kCpuFilterBlock) * rows + row) * kCpuFilterBlock + k % kCpuFilterBlock)];
+      };
       for (int64_t n = 0; n < pb.n; ++n)
         for (int64_t p = 0; p < P; ++p)
           for (int64_t q = 0; q < Q; ++q)
@@ -72,14 +75,14 @@ TEST(Im2winTransformCpu, WindowOfEachPixelIsOneRunPerGroup) {
               for (int64_t g = 0; g < groups; ++g) {
                 const float* run = nchw ? win.data() + ((n * C + g) * P + p) * Wp * R + q * pb.stride_w * R
                                         : win.data() + ((n * P + p) * Wp + q * pb.stride_w) * R * C;
-                for (int64_t j = 0; j < len; ++j) acc += double(run[j]) * packed[size_t((g * len + j) * k_padded + k)];
+                for (int64_t j = 0; j < len; ++j) acc += double(run[j]) * packed_at(g * len + j, k);
               }
               const int64_t y = nchw ? ((n * K + k) * P + p) * Q + q : ((n * P + p) * Q + q) * K + k;
               ASSERT_NEAR(acc, ref[size_t(y)], 1e-9) << testing::describe(cfg);
             }
       // The padding past K is zeros.
-      for (int64_t row = 0; row < C * R * pb.s; ++row)
-        for (int64_t k = K; k < k_padded; ++k) ASSERT_EQ(packed[size_t(row * k_padded + k)], 0.f);
+      for (int64_t row = 0; row < rows; ++row)
+        for (int64_t k = K; k < k_padded; ++k) ASSERT_EQ(packed_at(row, k), 0.f);
     }
   }
 }
@@ -109,7 +112,9 @@ TEST_P(Conv2dCpuRandom, MatchesReference) {
 
 // The row GEMM's tasks run filter blocks outermost or rows outermost, whichever re-reads fewer
 // bytes: rows go outside when the padded width W' reaches 32 x S (a window row then outweighs a
-// block of packed filters). Both orders with several filter blocks, every instruction set.
+// block of packed filters). Both orders with several filter blocks, every instruction set, on 1, 2
+// and 5 threads (with blocks outermost a thread packs each block its tasks meet, so a block split
+// between two threads is packed by both).
 TEST(Conv2dCpu, BothTaskOrdersMatchTheReference) {
   std::mt19937_64 rng(11);
   for (Layout layout : {Layout::kNCHW, Layout::kNHWC})
@@ -124,9 +129,12 @@ TEST(Conv2dCpu, BothTaskOrdersMatchTheReference) {
       ASSERT_TRUE(conv2d_reference(cfg, x.data(), w.data(), ref.data()).ok());
       for (CpuVectorIsa isa : {CpuVectorIsa::kSse42, CpuVectorIsa::kAvx2, CpuVectorIsa::kAvx512}) {
         if (!cpu_runs(isa)) continue;
-        std::vector<float> y(ref.size(), std::numeric_limits<float>::quiet_NaN());
-        ASSERT_TRUE(conv2d_forward_cpu_isa(cfg, x.data(), w.data(), y.data(), 2, isa).ok());
-        EXPECT_LE(testing::relative_l2(y, ref), 1e-5) << testing::describe(cfg) << " " << cpu_isa_name(isa);
+        for (int threads : {1, 2, 5}) {
+          std::vector<float> y(ref.size(), std::numeric_limits<float>::quiet_NaN());
+          ASSERT_TRUE(conv2d_forward_cpu_isa(cfg, x.data(), w.data(), y.data(), threads, isa).ok());
+          EXPECT_LE(testing::relative_l2(y, ref), 1e-5)
+              << testing::describe(cfg) << " " << cpu_isa_name(isa) << ", " << threads << " threads";
+        }
       }
     }
 }
@@ -268,11 +276,23 @@ TEST(Conv2dCpu, StartOrRunInlineStartsAThreadWhenItCan) {
 TEST(Conv2dCpu, ExtraBytesCountWindowAndFilter) {
   Conv2dConfig cfg;
   cfg.problem.n = 2; cfg.problem.c = 3; cfg.problem.h = 10; cfg.problem.w = 9;
-  cfg.problem.k = 4; cfg.problem.r = 3; cfg.problem.s = 3; cfg.problem.pad_w = 1;
+  cfg.problem.k = 40; cfg.problem.r = 3; cfg.problem.s = 3; cfg.problem.pad_w = 1;
+  const size_t window = 2 * 3 * 8 * 11 * 3, block = 32 * 3 * 3 * 3;  // K = 40: two blocks of 32
   size_t bytes = 0;
-  ASSERT_TRUE(conv2d_forward_cpu_extra_bytes(cfg, &bytes).ok());
-  // The window tensor and the packed filter, whose K = 4 filters are padded to one block of 32.
-  EXPECT_EQ(bytes, 4u * (2 * 3 * 8 * 11 * 3 + 32 * 3 * 3 * 3));
+  // W' = 11 < 32 S: filter blocks outermost, one block buffer per thread, at most one per task
+  // (2 blocks x 16 output rows).
+  for (int threads : {1, 3, 32, 40}) {
+    ASSERT_TRUE(conv2d_forward_cpu_extra_bytes(cfg, &bytes, threads).ok());
+    EXPECT_EQ(bytes, 4u * (window + size_t(std::min(threads, 32)) * block)) << threads;
+  }
+  // W' = 97 >= 32 S (W = 95 is not): rows outermost, the whole packed filter whatever the threads.
+  cfg.problem.w = 95;
+  for (int threads : {1, 3}) {
+    ASSERT_TRUE(conv2d_forward_cpu_extra_bytes(cfg, &bytes, threads).ok());
+    EXPECT_EQ(bytes, 4u * (2 * 3 * 8 * 97 * 3 + 2 * block)) << threads;
+  }
+  EXPECT_EQ(conv2d_forward_cpu_extra_bytes(cfg, &bytes, -1).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(conv2d_forward_cpu_extra_bytes(cfg, nullptr).code(), StatusCode::kNullPointer);
 }
 
 }  // namespace
