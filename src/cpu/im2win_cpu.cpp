@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include "common/conv2d_validate.h"
 #include "cpu/host_buffer.h"
@@ -18,11 +17,13 @@ namespace {
 
 int resolve_threads(int threads) { return threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency())); }
 
+// The row GEMM's tasks: one per block of kCpuFilterBlock filters and (n, p) output row.
+int64_t gemm_tasks(const Conv2dProblem& pb) { return packed_filter_k(pb) / kCpuFilterBlock * pb.n * pb.p(); }
+
 // Workers of the call's team: one per hardware thread asked for, and no more than the largest
 // phase has items (transform rows, filter blocks, GEMM tasks).
 int team_size(const Conv2dConfig& config, int threads) {
-  const Conv2dProblem& pb = config.problem;
-  const int64_t items = std::max(im2win_transform_rows(config), packed_filter_k(pb) / kCpuFilterBlock * pb.n * pb.p());
+  const int64_t items = std::max(im2win_transform_rows(config), gemm_tasks(config.problem));
   return int(std::max<int64_t>(1, std::min<int64_t>(threads, items)));
 }
 
@@ -42,8 +43,7 @@ bool filter_blocks_outer(const Conv2dProblem& pb) { return pb.w + 2 * pb.pad_w <
 int64_t packed_filter_held(const Conv2dConfig& config, int threads) {
   const Conv2dProblem& pb = config.problem;
   if (!filter_blocks_outer(pb)) return packed_filter_elements(pb);
-  const int64_t tasks = packed_filter_k(pb) / kCpuFilterBlock * pb.n * pb.p();
-  return std::min<int64_t>(team_size(config, threads), tasks) * packed_block_elements(pb);
+  return std::min<int64_t>(team_size(config, threads), gemm_tasks(pb)) * packed_block_elements(pb);
 }
 
 }  // namespace
@@ -175,7 +175,7 @@ Status conv2d_forward_cpu_isa(const Conv2dConfig& config, const float* x, const 
     }
     window_row_gemm(isa, row);
   };
-  const int64_t tasks = blocks * rows;
+  const int64_t tasks = gemm_tasks(pb);
   WorkerTeam::run(team_size(config, threads), [&](WorkerTeam& team, int worker) {
     int64_t begin, end;
     // Phase 1: the transform, and with rows outermost the whole filter's pack.
