@@ -42,20 +42,29 @@ __attribute__((always_inline)) inline void column_block(const WindowRow& r, int6
       }
     }
   }
+  // The stores read the accumulators at constant positions only (the loops over i and v unrolled
+  // whole, single lanes from a copy). Indexed at run time, the array had to live in memory: the
+  // compiler copied all of it to the stack after the reduction and stored y from there.
   // NHWC (filters contiguous in y) stores whole vectors where the block holds KB filters.
-  const bool whole = r.y_k == 1 && k0 + KB <= r.k1;
-  for (int i = 0; i < QB && q0 + i < r.q; ++i) {
-    float* yq = r.y + (q0 + i) * r.y_q;
-    if (whole) {
-      for (int v = 0; v < KV; ++v) std::memcpy(yq + k0 + v * VW, &acc[i][v], sizeof(V));
-      continue;
+  if (r.y_k == 1 && k0 + KB <= r.k1) {
+#pragma GCC unroll 16
+    for (int i = 0; i < QB; ++i) {
+      if (q0 + i >= r.q) break;
+      float* yq = r.y + (q0 + i) * r.y_q + k0;
+      for (int v = 0; v < KV; ++v) std::memcpy(yq + v * VW, &acc[i][v], sizeof(V));
     }
-    for (int v = 0; v < KV; ++v)
-      for (int e = 0; e < VW; ++e) {
-        const int64_t k = k0 + v * VW + e;
-        if (k < r.k1) yq[k * r.y_k] = acc[i][v][e];
-      }
+    return;
   }
+  // Otherwise (NCHW, or a block past K) one float at a time, filter by filter: in NCHW a filter's
+  // columns are adjacent in y, so each filter writes one run of up to QB floats.
+  float lanes[QB][KB];
+#pragma GCC unroll 16
+  for (int i = 0; i < QB; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < KV; ++v) std::memcpy(&lanes[i][v * VW], &acc[i][v], sizeof(V));
+  const int columns = int(std::min<int64_t>(QB, r.q - q0)), filters = int(std::min<int64_t>(KB, r.k1 - k0));
+  for (int e = 0; e < filters; ++e)
+    for (int i = 0; i < columns; ++i) r.y[(q0 + i) * r.y_q + (k0 + e) * r.y_k] = lanes[i][e];
 }
 
 // Whole blocks of QB columns, then the row's last t < QB columns in a block of QB, QB / 2 or QB / 4
