@@ -6,7 +6,9 @@
 #include "cpu/window_gemm_cpu.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <utility>
 
 namespace winconv {
 namespace {
@@ -67,38 +69,72 @@ __attribute__((always_inline)) inline void column_block(const WindowRow& r, int6
     for (int i = 0; i < columns; ++i) r.y[(q0 + i) * r.y_q + (k0 + e) * r.y_k] = lanes[i][e];
 }
 
-// Whole blocks of QB columns, then the row's last t < QB columns in a block of QB, QB / 2 or QB / 4
-// columns, the smallest that holds them: a deep layer's rows are 5 to 14 columns wide, where
-// repeating columns up to a whole block wasted up to half the multiply-adds.
-template <typename V, int QB, int KV>
-__attribute__((always_inline)) inline void row_gemm(const WindowRow& r) {
-  constexpr int VW = int(sizeof(V) / sizeof(float)), KB = KV * VW;
-  static_assert(kCpuFilterBlock % KB == 0, "a register block of filters never crosses the padding");
-  static_assert(QB % 4 == 0 || QB % 2 == 0, "QB / 2 and QB / 4 are the tail blocks");
-  constexpr int kHalf = QB / 2, kQuarter = QB / 4 > 0 ? QB / 4 : 1;
-  for (int64_t k0 = r.k0; k0 < r.k1; k0 += KB) {
-    int64_t q0 = 0;
-    for (; q0 + QB <= r.q; q0 += QB) column_block<V, QB, KV>(r, k0, q0);
-    const int64_t tail = r.q - q0;
-    if (tail > kHalf) column_block<V, QB, KV>(r, k0, q0);
-    else if (tail > kQuarter) column_block<V, kHalf, KV>(r, k0, q0);
-    else if (tail > 0) column_block<V, kQuarter, KV>(r, k0, q0);
+// One function per instruction set and block width, each running `count` blocks of its width
+// side by side: the whole register file is then the width's own (with every width inlined into
+// one function, the loops reloaded their column pointers from the stack at each broadcast), and
+// a row makes at most three calls (one per block per call cost conv7, 27 multiply-adds per
+// output, 10%).
+using ColumnBlocksFn = void (*)(const WindowRow&, int64_t k0, int64_t q0, int64_t count);
+#define WINCONV_COLUMN_BLOCKS(V, COLUMNS, TARGET)                                                   \
+  static constexpr int kColumns = COLUMNS, kFilters = kVectors * int(sizeof(V) / sizeof(float)); \
+  template <int W>                                                                                \
+  TARGET static void blocks(const WindowRow& r, int64_t k0, int64_t q0, int64_t count) {         \
+    for (int64_t b = 0; b < count; ++b) column_block<V, W, kVectors>(r, k0, q0 + b * W);         \
   }
-}
-
-void row_gemm_sse42(const WindowRow& r) { row_gemm<V4, 6, kVectors>(r); }
+struct Sse42 {
+  WINCONV_COLUMN_BLOCKS(V4, 6, __attribute__((noinline)))
+};
 #if defined(__x86_64__)
-__attribute__((target("arch=x86-64-v4"))) void row_gemm_avx512(const WindowRow& r) {
-  row_gemm<V16, 12, kVectors>(r);
-}
-__attribute__((target("arch=x86-64-v3"))) void row_gemm_avx2(const WindowRow& r) {
-  row_gemm<V8, 6, kVectors>(r);
-}
+struct Avx2 {
+  WINCONV_COLUMN_BLOCKS(V8, 6, __attribute__((target("arch=x86-64-v3"), noinline)))
+};
+struct Avx512 {
+  WINCONV_COLUMN_BLOCKS(V16, 12, __attribute__((target("arch=x86-64-v4"), noinline)))
+};
 #else
 // Elsewhere only the baseline instance exists (cpu_runs says so).
-void row_gemm_avx512(const WindowRow& r) { row_gemm_sse42(r); }
-void row_gemm_avx2(const WindowRow& r) { row_gemm_sse42(r); }
+using Avx2 = Sse42;
+using Avx512 = Sse42;
 #endif
+#undef WINCONV_COLUMN_BLOCKS
+
+// blocks_of_width[w - 1] runs blocks of w columns, w = 1 .. Isa::kColumns.
+template <typename Isa, size_t... W>
+constexpr std::array<ColumnBlocksFn, sizeof...(W)> column_blocks(std::index_sequence<W...>) {
+  return {&Isa::template blocks<int(W) + 1>...};
+}
+
+// The row's q columns in blocks of QB, and the rest r = q mod QB in one block of r columns; a
+// rest under QB / 2 joins the last whole block, the two split into halves. A narrow block streams
+// the packed filter from L2 for few multiply-adds: with the rest always in a block of QB, QB / 2
+// or QB / 4, conv10's rows of 26 (12 + 12 + a block of 3 for the last 2) spent a quarter of their
+// time in the block of 3 (perf, AVX-512), and rows of 10 or 20 computed 12 or 24 columns.
+// Splitting every row evenly instead (11 + 11 + 11 + 11 + 10 for 54) was slower where the rest
+// had been wide (conv9 4-6%): a narrower block does fewer multiply-adds per filter load.
+template <typename Isa>
+void row_gemm(const WindowRow& r) {
+  constexpr int QB = Isa::kColumns;
+  static_assert(kCpuFilterBlock % Isa::kFilters == 0, "a register block of filters never crosses the padding");
+  static constexpr std::array<ColumnBlocksFn, QB> blocks_of_width =
+      column_blocks<Isa>(std::make_index_sequence<QB>());
+  int64_t whole = r.q / QB;
+  int rest[2] = {int(r.q % QB), 0};
+  if (rest[0] > 0 && rest[0] < QB / 2 && whole > 0) {
+    --whole;
+    rest[1] = (QB + rest[0]) / 2;
+    rest[0] = QB + rest[0] - rest[1];
+  }
+  for (int64_t k0 = r.k0; k0 < r.k1; k0 += Isa::kFilters) {
+    int64_t q0 = 0;
+    if (whole > 0) blocks_of_width[QB - 1](r, k0, q0, whole);
+    q0 += whole * QB;
+    for (int width : rest)
+      if (width > 0) {
+        blocks_of_width[size_t(width - 1)](r, k0, q0, 1);
+        q0 += width;
+      }
+  }
+}
 
 }  // namespace
 
@@ -181,9 +217,9 @@ void pack_filter_block_cpu(const Conv2dConfig& config, const float* w, float* ds
 
 void window_row_gemm(CpuVectorIsa isa, const WindowRow& row) {
   switch (isa) {
-    case CpuVectorIsa::kAvx512: row_gemm_avx512(row); break;
-    case CpuVectorIsa::kAvx2: row_gemm_avx2(row); break;
-    default: row_gemm_sse42(row); break;
+    case CpuVectorIsa::kAvx512: row_gemm<Avx512>(row); break;
+    case CpuVectorIsa::kAvx2: row_gemm<Avx2>(row); break;
+    default: row_gemm<Sse42>(row); break;
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <thread>
 #include <vector>
 
@@ -89,8 +90,9 @@ TEST(Im2winTransformCpu, WindowOfEachPixelIsOneRunPerGroup) {
 
 class Conv2dCpuRandom : public ::testing::TestWithParam<int> {};
 
-// Every row GEMM this CPU runs (SSE4.2, AVX2, AVX-512: register blocks of 6 output columns and 8,
-// 16 or 32 filters), on random K and output widths, so every column and filter tail is met.
+// Every row GEMM this CPU runs (SSE4.2, AVX2, AVX-512: register blocks of up to 6, 6 and 12 output
+// columns and 8, 16 or 32 filters), on random K and output widths, so every column and filter tail
+// is met.
 TEST_P(Conv2dCpuRandom, MatchesReference) {
   std::mt19937_64 rng(1000 + GetParam());
   for (Layout layout : {Layout::kNCHW, Layout::kNHWC}) {
@@ -110,6 +112,41 @@ TEST_P(Conv2dCpuRandom, MatchesReference) {
   }
 }
 
+// cfg on every instruction set this CPU runs and each thread count, against the FP64 reference,
+// on random x and w, outputs poisoned.
+void expect_every_isa_matches(const Conv2dConfig& cfg, std::mt19937_64& rng, std::initializer_list<int> thread_counts) {
+  const Conv2dProblem& pb = cfg.problem;
+  const auto x = random_vector(size_t(pb.x_elements()), rng);
+  const auto w = random_vector(size_t(pb.w_elements()), rng);
+  std::vector<double> ref(size_t(pb.y_elements()));
+  ASSERT_TRUE(conv2d_reference(cfg, x.data(), w.data(), ref.data()).ok());
+  for (CpuVectorIsa isa : {CpuVectorIsa::kSse42, CpuVectorIsa::kAvx2, CpuVectorIsa::kAvx512}) {
+    if (!cpu_runs(isa)) continue;
+    for (int threads : thread_counts) {
+      std::vector<float> y(ref.size(), std::numeric_limits<float>::quiet_NaN());
+      ASSERT_TRUE(conv2d_forward_cpu_isa(cfg, x.data(), w.data(), y.data(), threads, isa).ok());
+      EXPECT_LE(testing::relative_l2(y, ref), 1e-5)
+          << testing::describe(cfg) << " " << cpu_isa_name(isa) << ", " << threads << " threads";
+    }
+  }
+}
+
+// A row of Q output columns runs as whole register blocks and a rest, which below half a block
+// joins the last whole block and splits with it into two halves. Every Q from 1 to 40 (0 to 3
+// whole blocks of 12, every rest of 12 and of 6), every instruction set, K = 40 (a partial last
+// register block of filters for each set), both layouts.
+TEST(Conv2dCpu, EveryRowWidthMatchesTheReference) {
+  std::mt19937_64 rng(13);
+  for (Layout layout : {Layout::kNCHW, Layout::kNHWC})
+    for (int64_t q = 1; q <= 40; ++q) {
+      Conv2dConfig cfg;
+      cfg.layout = layout;
+      Conv2dProblem& pb = cfg.problem;
+      pb.n = 1; pb.c = 3; pb.h = 3; pb.w = q + 1; pb.k = 40; pb.r = 2; pb.s = 2;
+      expect_every_isa_matches(cfg, rng, {1});
+    }
+}
+
 // The row GEMM's tasks run filter blocks outermost or rows outermost, whichever re-reads fewer
 // bytes: rows go outside when the padded width W' reaches 32 x S (a window row then outweighs a
 // block of packed filters). Both orders with several filter blocks, every instruction set, on 1, 2
@@ -123,19 +160,7 @@ TEST(Conv2dCpu, BothTaskOrdersMatchTheReference) {
       cfg.layout = layout;
       Conv2dProblem& pb = cfg.problem;
       pb.n = 2; pb.c = 3; pb.h = 6; pb.w = width; pb.k = 70; pb.r = 3; pb.s = 2;
-      const auto x = random_vector(size_t(pb.x_elements()), rng);
-      const auto w = random_vector(size_t(pb.w_elements()), rng);
-      std::vector<double> ref(size_t(pb.y_elements()));
-      ASSERT_TRUE(conv2d_reference(cfg, x.data(), w.data(), ref.data()).ok());
-      for (CpuVectorIsa isa : {CpuVectorIsa::kSse42, CpuVectorIsa::kAvx2, CpuVectorIsa::kAvx512}) {
-        if (!cpu_runs(isa)) continue;
-        for (int threads : {1, 2, 5}) {
-          std::vector<float> y(ref.size(), std::numeric_limits<float>::quiet_NaN());
-          ASSERT_TRUE(conv2d_forward_cpu_isa(cfg, x.data(), w.data(), y.data(), threads, isa).ok());
-          EXPECT_LE(testing::relative_l2(y, ref), 1e-5)
-              << testing::describe(cfg) << " " << cpu_isa_name(isa) << ", " << threads << " threads";
-        }
-      }
+      expect_every_isa_matches(cfg, rng, {1, 2, 5});
     }
 }
 
