@@ -79,7 +79,8 @@ Status conv2d_forward(const Conv2dConfig& config, const void* x, const void* w, 
 Status conv2d_forward_cpu(const Conv2dConfig& config, const float* x, const float* w, float* y,
                           int threads = 0);
 // Host bytes conv2d_forward_cpu allocates beyond x, w and y with this many threads (0: every
-// hardware thread): the window tensor and the packed filter (whole, or a block per thread).
+// hardware thread): the window tensor and the packed filter (whole, or a block per thread: which
+// one depends on the problem and on the L2 size this CPU reports).
 Status conv2d_forward_cpu_extra_bytes(const Conv2dConfig& config, size_t* bytes, int threads = 0);
 
 // The oracle: direct convolution with double accumulation and a double output.

@@ -6,6 +6,8 @@
 #include <string>
 #include <thread>
 
+#include <unistd.h>
+
 #include "common/conv2d_validate.h"
 #include "cpu/host_buffer.h"
 #include "cpu/im2win_cpu.h"
@@ -27,26 +29,35 @@ int team_size(const Conv2dConfig& config, int threads) {
   return int(std::max<int64_t>(1, std::min<int64_t>(threads, items)));
 }
 
-// The row GEMM's tasks are (filter block, output row) pairs. A thread runs a contiguous range of
-// them, so the outer of the two decides what it re-reads: with filter blocks outermost, the whole
-// window once per block (N*P rows of C*W'*R); with rows outermost, the whole packed filter once per
-// row (blocks of C*R*S*32). The first is smaller when W' < 32 S. Measured: conv6 and conv12 (few
-// rows, 4.7-9.4 MB of filter) take blocks, -18% at conv6; conv4 and conv8 (10-45 MB of window)
-// rows, -5 to -10% (docs/perf-notes.md, CPU path).
-bool filter_blocks_outer(const Conv2dProblem& pb) { return pb.w + 2 * pb.pad_w < kCpuFilterBlock * pb.s; }
-
 // Floats of packed filter conv2d_forward_cpu holds: with filter blocks outermost, each worker
 // with GEMM tasks packs the blocks of its own tasks into a buffer of one block, which stays in its
 // cache while the block's rows read it (the filter is read once from memory and the packed copy
 // never goes back there); with rows outermost, every row needs every block, so the whole filter
 // is packed first.
-int64_t packed_filter_held(const Conv2dConfig& config, int threads) {
+int64_t packed_filter_held(const Conv2dConfig& config, int threads, CpuTaskOrder order) {
   const Conv2dProblem& pb = config.problem;
-  if (!filter_blocks_outer(pb)) return packed_filter_elements(pb);
+  if (order == CpuTaskOrder::kAuto) order = cpu_task_order(pb, cpu_filter_cache_budget());
+  if (order == CpuTaskOrder::kRowsOuter) return packed_filter_elements(pb);
   return std::min<int64_t>(team_size(config, threads), gemm_tasks(pb)) * packed_block_elements(pb);
 }
 
 }  // namespace
+
+int64_t cpu_filter_cache_budget() {
+  static const int64_t budget = [] {
+    long l2 = 0;
+#ifdef _SC_LEVEL2_CACHE_SIZE
+    l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    return l2 > 0 ? int64_t(l2) / 2 : int64_t(1) << 20;
+  }();
+  return budget;
+}
+
+CpuTaskOrder cpu_task_order(const Conv2dProblem& pb, int64_t filter_budget_bytes) {
+  if (int64_t(sizeof(float)) * packed_filter_elements(pb) <= filter_budget_bytes) return CpuTaskOrder::kRowsOuter;
+  return pb.w + 2 * pb.pad_w < kCpuFilterBlock * pb.s ? CpuTaskOrder::kFilterBlocksOuter : CpuTaskOrder::kRowsOuter;
+}
 
 int64_t im2win_window_elements(const Conv2dProblem& pb) {
   return pb.n * pb.c * pb.p() * (pb.w + 2 * pb.pad_w) * pb.r;
@@ -104,12 +115,17 @@ void im2win_transform_cpu(const Conv2dConfig& config, const float* x, float* win
 }
 
 Status conv2d_forward_cpu_extra_bytes(const Conv2dConfig& config, size_t* bytes, int threads) {
+  return conv2d_forward_cpu_extra_bytes_order(config, bytes, threads, CpuTaskOrder::kAuto);
+}
+
+Status conv2d_forward_cpu_extra_bytes_order(const Conv2dConfig& config, size_t* bytes, int threads,
+                                            CpuTaskOrder order) {
   Status st = conv2d_validate(config);
   if (!st.ok()) return st;
   if (!bytes) return Status(StatusCode::kNullPointer, "bytes is null");
   if (threads < 0) return Status(StatusCode::kInvalidArgument, "threads must be >= 0");
   *bytes = sizeof(float) * size_t(im2win_window_elements(config.problem) +
-                                  packed_filter_held(config, resolve_threads(threads)));
+                                  packed_filter_held(config, resolve_threads(threads), order));
   return Status::Ok();
 }
 
@@ -119,7 +135,7 @@ Status conv2d_forward_cpu(const Conv2dConfig& config, const float* x, const floa
 }
 
 Status conv2d_forward_cpu_isa(const Conv2dConfig& config, const float* x, const float* w, float* y, int threads,
-                              CpuVectorIsa isa) {
+                              CpuVectorIsa isa, CpuTaskOrder order) {
   Status st = conv2d_validate(config);
   if (!st.ok()) return st;
   if (!x) return Status(StatusCode::kNullPointer, "x is null");
@@ -134,15 +150,16 @@ Status conv2d_forward_cpu_isa(const Conv2dConfig& config, const float* x, const 
   const Conv2dProblem& pb = config.problem;
   const int64_t P = pb.p(), Q = pb.q(), Wp = pb.w + 2 * pb.pad_w;
   const int64_t R = pb.r, S = pb.s, C = pb.c, K = pb.k;
-  const HostBuffer window(size_t(im2win_window_elements(pb))), packed(size_t(packed_filter_held(config, threads)));
+  if (order == CpuTaskOrder::kAuto) order = cpu_task_order(pb, cpu_filter_cache_budget());
+  const HostBuffer window(size_t(im2win_window_elements(pb))), packed(size_t(packed_filter_held(config, threads, order)));
   if (!window || !packed) {
     size_t bytes = 0;
-    conv2d_forward_cpu_extra_bytes(config, &bytes, threads);
+    conv2d_forward_cpu_extra_bytes_order(config, &bytes, threads, order);
     return Status(StatusCode::kOutOfMemory, "cannot allocate " + std::to_string(bytes) +
                                                 " bytes of host memory for the window tensor and the packed filter");
   }
   const int64_t rows = pb.n * P, blocks = packed_filter_k(pb) / kCpuFilterBlock, block_elements = packed_block_elements(pb);
-  const bool blocks_outer = filter_blocks_outer(pb);
+  const bool blocks_outer = order == CpuTaskOrder::kFilterBlocksOuter;
   const bool nchw = config.layout == Layout::kNCHW;
 
   auto run_task = [&](int64_t kb, int64_t row_index, const float* block) {

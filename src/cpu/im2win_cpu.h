@@ -20,9 +20,30 @@ void im2win_transform_cpu(const Conv2dConfig& config, const float* x, float* win
 int64_t im2win_transform_rows(const Conv2dConfig& config);
 void im2win_transform_row_cpu(const Conv2dConfig& config, const float* x, float* window, int64_t row);
 
-// conv2d_forward_cpu with the row GEMM's instruction set chosen (kAuto: the widest the CPU runs);
-// kUnsupported for one this CPU does not run. The tests run every one the CPU has.
+// The row GEMM's tasks are (filter block, output row) pairs, and a thread runs a contiguous range
+// of them, so the outer of the two decides what each thread re-reads:
+//  - rows outermost: a thread reads only its own window rows (those it wrote in the transform) and
+//    every packed block for each row, the whole filter packed first;
+//  - filter blocks outermost: a thread reads the whole window once per block it has, and packs the
+//    blocks it meets into a buffer of one block that stays in its cache.
+// kAuto takes rows outermost when the whole packed filter fits filter_budget_bytes (it then stays
+// in each core's L2), and otherwise filter blocks outermost when W' < 32 S, where the window re-read
+// per block is smaller than the filter re-read per row. Measured (docs/perf-notes.md, CPU path):
+// blocks for conv6 and conv12 (4.7-9.4 MB of filter), -18% at conv6; rows for conv4 and conv8
+// (10-45 MB of window), -5 to -10%, and for conv1, 2, 9 and 10 (filters of 0.14-0.6 MB),
+// -4 to -25% on two threads.
+enum class CpuTaskOrder { kAuto, kFilterBlocksOuter, kRowsOuter };
+CpuTaskOrder cpu_task_order(const Conv2dProblem& pb, int64_t filter_budget_bytes);
+// The budget kAuto uses: half the L2 cache this CPU reports, 1 MiB where it reports none.
+int64_t cpu_filter_cache_budget();
+
+// conv2d_forward_cpu with the row GEMM's instruction set chosen (kAuto: the widest the CPU runs)
+// and the task order (kAuto: cpu_task_order with cpu_filter_cache_budget); kUnsupported for an
+// instruction set this CPU does not run. The tests run every one the CPU has, and both orders.
 Status conv2d_forward_cpu_isa(const Conv2dConfig& config, const float* x, const float* w, float* y, int threads,
-                              CpuVectorIsa isa);
+                              CpuVectorIsa isa, CpuTaskOrder order = CpuTaskOrder::kAuto);
+// conv2d_forward_cpu_extra_bytes for a task order.
+Status conv2d_forward_cpu_extra_bytes_order(const Conv2dConfig& config, size_t* bytes, int threads,
+                                            CpuTaskOrder order);
 
 }  // namespace winconv

@@ -112,9 +112,10 @@ TEST_P(Conv2dCpuRandom, MatchesReference) {
   }
 }
 
-// cfg on every instruction set this CPU runs and each thread count, against the FP64 reference,
-// on random x and w, outputs poisoned.
-void expect_every_isa_matches(const Conv2dConfig& cfg, std::mt19937_64& rng, std::initializer_list<int> thread_counts) {
+// cfg on every instruction set this CPU runs, each thread count and the task order given, against
+// the FP64 reference, on random x and w, outputs poisoned.
+void expect_every_isa_matches(const Conv2dConfig& cfg, std::mt19937_64& rng, std::initializer_list<int> thread_counts,
+                              CpuTaskOrder order = CpuTaskOrder::kAuto) {
   const Conv2dProblem& pb = cfg.problem;
   const auto x = random_vector(size_t(pb.x_elements()), rng);
   const auto w = random_vector(size_t(pb.w_elements()), rng);
@@ -124,9 +125,9 @@ void expect_every_isa_matches(const Conv2dConfig& cfg, std::mt19937_64& rng, std
     if (!cpu_runs(isa)) continue;
     for (int threads : thread_counts) {
       std::vector<float> y(ref.size(), std::numeric_limits<float>::quiet_NaN());
-      ASSERT_TRUE(conv2d_forward_cpu_isa(cfg, x.data(), w.data(), y.data(), threads, isa).ok());
-      EXPECT_LE(testing::relative_l2(y, ref), 1e-5)
-          << testing::describe(cfg) << " " << cpu_isa_name(isa) << ", " << threads << " threads";
+      ASSERT_TRUE(conv2d_forward_cpu_isa(cfg, x.data(), w.data(), y.data(), threads, isa, order).ok());
+      EXPECT_LE(testing::relative_l2(y, ref), 1e-5) << testing::describe(cfg) << " " << cpu_isa_name(isa) << ", "
+                                                    << threads << " threads, order " << int(order);
     }
   }
 }
@@ -147,21 +148,53 @@ TEST(Conv2dCpu, EveryRowWidthMatchesTheReference) {
     }
 }
 
-// The row GEMM's tasks run filter blocks outermost or rows outermost, whichever re-reads fewer
-// bytes: rows go outside when the padded width W' reaches 32 x S (a window row then outweighs a
-// block of packed filters). Both orders with several filter blocks, every instruction set, on 1, 2
-// and 5 threads (with blocks outermost a thread packs each block its tasks meet, so a block split
-// between two threads is packed by both).
+// Both task orders (filter blocks or rows outermost) with several filter blocks, every instruction
+// set, on 1, 2 and 5 threads (with blocks outermost a thread packs each block its tasks meet, so a
+// block split between two threads is packed by both).
 TEST(Conv2dCpu, BothTaskOrdersMatchTheReference) {
   std::mt19937_64 rng(11);
   for (Layout layout : {Layout::kNCHW, Layout::kNHWC})
-    for (int64_t width : {20, 70}) {  // W' = 20 < 64 = 32 S: blocks outermost; 70: rows outermost
-      Conv2dConfig cfg;
-      cfg.layout = layout;
-      Conv2dProblem& pb = cfg.problem;
-      pb.n = 2; pb.c = 3; pb.h = 6; pb.w = width; pb.k = 70; pb.r = 3; pb.s = 2;
-      expect_every_isa_matches(cfg, rng, {1, 2, 5});
-    }
+    for (int64_t width : {20, 70})
+      for (CpuTaskOrder order : {CpuTaskOrder::kFilterBlocksOuter, CpuTaskOrder::kRowsOuter}) {
+        Conv2dConfig cfg;
+        cfg.layout = layout;
+        Conv2dProblem& pb = cfg.problem;
+        pb.n = 2; pb.c = 3; pb.h = 6; pb.w = width; pb.k = 70; pb.r = 3; pb.s = 2;
+        expect_every_isa_matches(cfg, rng, {1, 2, 5}, order);
+      }
+}
+
+// Rows outermost when the packed filter fits the budget, whatever W'; above it, filter blocks
+// outermost while W' < 32 S.
+TEST(Conv2dCpu, TaskOrderRule) {
+  Conv2dProblem pb;
+  pb.n = 1; pb.c = 3; pb.h = 10; pb.w = 9; pb.k = 40; pb.r = 3; pb.s = 3; pb.pad_w = 1;  // W' = 11 < 96
+  const int64_t filter_bytes = 4 * 64 * 3 * 3 * 3;  // K padded to two blocks of 32
+  EXPECT_EQ(cpu_task_order(pb, filter_bytes), CpuTaskOrder::kRowsOuter);
+  EXPECT_EQ(cpu_task_order(pb, filter_bytes - 1), CpuTaskOrder::kFilterBlocksOuter);
+  pb.w = 94;  // W' = 96 = 32 S
+  EXPECT_EQ(cpu_task_order(pb, filter_bytes - 1), CpuTaskOrder::kRowsOuter);
+  pb.w = 93;
+  EXPECT_EQ(cpu_task_order(pb, filter_bytes - 1), CpuTaskOrder::kFilterBlocksOuter);
+  EXPECT_GT(cpu_filter_cache_budget(), 0);
+}
+
+// The forward's own order (kAuto) on both sides of this CPU's budget: K = 96 (three blocks of
+// packed filter) and C sized so that the filter just fits it, then just does not (W' < 32 S, so
+// filter blocks outermost there), on two threads.
+TEST(Conv2dCpu, AutoOrderOnBothSidesOfTheBudget) {
+  std::mt19937_64 rng(17);
+  const int64_t per_channel = 4 * 96 * 3 * 3;  // packed filter bytes per input channel
+  const int64_t fitting = cpu_filter_cache_budget() / per_channel;
+  for (int64_t c : {fitting, fitting + 1}) {
+    Conv2dConfig cfg;
+    cfg.layout = Layout::kNHWC;
+    Conv2dProblem& pb = cfg.problem;
+    pb.n = 1; pb.c = c; pb.h = 5; pb.w = 6; pb.k = 96; pb.r = 3; pb.s = 3;
+    EXPECT_EQ(cpu_task_order(pb, cpu_filter_cache_budget()),
+              c == fitting ? CpuTaskOrder::kRowsOuter : CpuTaskOrder::kFilterBlocksOuter);
+    expect_every_isa_matches(cfg, rng, {2});
+  }
 }
 
 TEST(Conv2dCpu, AutoTakesTheWidestInstructionSetTheCpuRuns) {
@@ -304,17 +337,25 @@ TEST(Conv2dCpu, ExtraBytesCountWindowAndFilter) {
   cfg.problem.k = 40; cfg.problem.r = 3; cfg.problem.s = 3; cfg.problem.pad_w = 1;
   const size_t window = 2 * 3 * 8 * 11 * 3, block = 32 * 3 * 3 * 3;  // K = 40: two blocks of 32
   size_t bytes = 0;
-  // W' = 11 < 32 S: filter blocks outermost, one block buffer per thread, at most one per task
-  // (2 blocks x 16 output rows).
+  // Filter blocks outermost: one block buffer per thread, at most one per task (2 blocks x 16
+  // output rows).
   for (int threads : {1, 3, 32, 40}) {
-    ASSERT_TRUE(conv2d_forward_cpu_extra_bytes(cfg, &bytes, threads).ok());
+    ASSERT_TRUE(conv2d_forward_cpu_extra_bytes_order(cfg, &bytes, threads, CpuTaskOrder::kFilterBlocksOuter).ok());
     EXPECT_EQ(bytes, 4u * (window + size_t(std::min(threads, 32)) * block)) << threads;
   }
-  // W' = 97 >= 32 S (W = 95 is not): rows outermost, the whole packed filter whatever the threads.
-  cfg.problem.w = 95;
+  // Rows outermost: the whole packed filter whatever the threads.
   for (int threads : {1, 3}) {
-    ASSERT_TRUE(conv2d_forward_cpu_extra_bytes(cfg, &bytes, threads).ok());
-    EXPECT_EQ(bytes, 4u * (2 * 3 * 8 * 97 * 3 + 2 * block)) << threads;
+    ASSERT_TRUE(conv2d_forward_cpu_extra_bytes_order(cfg, &bytes, threads, CpuTaskOrder::kRowsOuter).ok());
+    EXPECT_EQ(bytes, 4u * (window + 2 * block)) << threads;
+  }
+  // The public count is that of the order the forward takes.
+  for (int64_t width : {9, 95}) {
+    cfg.problem.w = width;
+    size_t by_order = 0;
+    const CpuTaskOrder order = cpu_task_order(cfg.problem, cpu_filter_cache_budget());
+    ASSERT_TRUE(conv2d_forward_cpu_extra_bytes(cfg, &bytes, 3).ok());
+    ASSERT_TRUE(conv2d_forward_cpu_extra_bytes_order(cfg, &by_order, 3, order).ok());
+    EXPECT_EQ(bytes, by_order) << width;
   }
   EXPECT_EQ(conv2d_forward_cpu_extra_bytes(cfg, &bytes, -1).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(conv2d_forward_cpu_extra_bytes(cfg, nullptr).code(), StatusCode::kNullPointer);
