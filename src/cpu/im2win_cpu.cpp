@@ -19,13 +19,15 @@ namespace {
 
 int resolve_threads(int threads) { return threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency())); }
 
-// The row GEMM's tasks: one per block of kCpuFilterBlock filters and (n, p) output row.
-int64_t gemm_tasks(const Conv2dProblem& pb) { return packed_filter_k(pb) / kCpuFilterBlock * pb.n * pb.p(); }
+// The row GEMM's tasks: one per block of kCpuFilterBlock filters and group of output rows.
+int64_t gemm_tasks(const Conv2dProblem& pb, int threads) {
+  return packed_filter_k(pb) / kCpuFilterBlock * pb.n * cpu_row_groups(pb, threads);
+}
 
 // Workers of the call's team: one per hardware thread asked for, and no more than the largest
 // phase has items (transform rows, filter blocks, GEMM tasks).
 int team_size(const Conv2dConfig& config, int threads) {
-  const int64_t items = std::max(im2win_transform_rows(config), gemm_tasks(config.problem));
+  const int64_t items = std::max(im2win_transform_rows(config), gemm_tasks(config.problem, threads));
   return int(std::max<int64_t>(1, std::min<int64_t>(threads, items)));
 }
 
@@ -38,7 +40,7 @@ int64_t packed_filter_held(const Conv2dConfig& config, int threads, CpuTaskOrder
   const Conv2dProblem& pb = config.problem;
   if (order == CpuTaskOrder::kAuto) order = cpu_task_order(pb, cpu_filter_cache_budget());
   if (order == CpuTaskOrder::kRowsOuter) return packed_filter_elements(pb);
-  return std::min<int64_t>(team_size(config, threads), gemm_tasks(pb)) * packed_block_elements(pb);
+  return std::min<int64_t>(team_size(config, threads), gemm_tasks(pb, threads)) * packed_block_elements(pb);
 }
 
 }  // namespace
@@ -52,6 +54,15 @@ int64_t cpu_filter_cache_budget() {
     return l2 > 0 ? int64_t(l2) / 2 : int64_t(1) << 20;
   }();
   return budget;
+}
+
+int64_t cpu_row_groups(const Conv2dProblem& pb, int threads) {
+  const int64_t P = pb.p(), Q = pb.q();
+  if (Q >= kCpuGroupedRowColumns) return P;
+  const int64_t for_blocks = (P * Q + kCpuGroupPixels - 1) / kCpuGroupPixels;
+  const int64_t for_threads = (2 * int64_t(std::max(threads, 1)) + pb.n * packed_filter_k(pb) / kCpuFilterBlock - 1) /
+                              (pb.n * packed_filter_k(pb) / kCpuFilterBlock);
+  return std::min(P, std::max(for_blocks, for_threads));
 }
 
 CpuTaskOrder cpu_task_order(const Conv2dProblem& pb, int64_t filter_budget_bytes) {
@@ -158,21 +169,25 @@ Status conv2d_forward_cpu_isa(const Conv2dConfig& config, const float* x, const 
     return Status(StatusCode::kOutOfMemory, "cannot allocate " + std::to_string(bytes) +
                                                 " bytes of host memory for the window tensor and the packed filter");
   }
-  const int64_t rows = pb.n * P, blocks = packed_filter_k(pb) / kCpuFilterBlock, block_elements = packed_block_elements(pb);
+  const int64_t G = cpu_row_groups(pb, threads), rows = pb.n * G;  // GEMM rows: groups of output rows
+  const int64_t blocks = packed_filter_k(pb) / kCpuFilterBlock, block_elements = packed_block_elements(pb);
   const bool blocks_outer = order == CpuTaskOrder::kFilterBlocksOuter;
   const bool nchw = config.layout == Layout::kNCHW;
 
   auto run_task = [&](int64_t kb, int64_t row_index, const float* block) {
-    const int64_t n = row_index / P, p = row_index % P;
+    // Output rows [p, p_end) of image n, split evenly over the image's G groups.
+    const int64_t n = row_index / G, group = row_index % G, p = group * P / G, p_end = (group + 1) * P / G;
     WindowRow row;
     row.b = block;
-    row.q = Q;
+    row.q = (p_end - p) * Q;
+    if (p_end - p > 1) row.row_q = Q;
     row.k0 = kb * kCpuFilterBlock;
     row.k1 = std::min(K, row.k0 + kCpuFilterBlock);
     if (nchw) {
       // Per channel, the window of (p, q) is S*R contiguous elements at q*s_w*R.
       row.a = window.get() + (n * C * P + p) * Wp * R;
       row.q_stride = pb.stride_w * R;
+      row.row_stride = Wp * R;
       row.g_stride = P * Wp * R;
       row.groups = C;
       row.len = S * R;
@@ -183,6 +198,7 @@ Status conv2d_forward_cpu_isa(const Conv2dConfig& config, const float* x, const 
       // NHWC: the whole window is one run of S*R*C elements at q*s_w*R*C.
       row.a = window.get() + (n * P + p) * Wp * R * C;
       row.q_stride = pb.stride_w * R * C;
+      row.row_stride = Wp * R * C;
       row.g_stride = 0;
       row.groups = 1;
       row.len = S * R * C;
@@ -192,7 +208,7 @@ Status conv2d_forward_cpu_isa(const Conv2dConfig& config, const float* x, const 
     }
     window_row_gemm(isa, row);
   };
-  const int64_t tasks = gemm_tasks(pb);
+  const int64_t tasks = gemm_tasks(pb, threads);
   WorkerTeam::run(team_size(config, threads), [&](WorkerTeam& team, int worker) {
     int64_t begin, end;
     // Phase 1: the transform, and with rows outermost the whole filter's pack.

@@ -37,6 +37,14 @@ CpuTaskOrder cpu_task_order(const Conv2dProblem& pb, int64_t filter_budget_bytes
 // The budget kAuto uses: half the L2 cache this CPU reports, 1 MiB where it reports none.
 int64_t cpu_filter_cache_budget();
 
+// The row GEMM runs each image's output rows in G groups of consecutive rows, a group's pixels
+// taken as one row: G = P (a group per row) when rows have kCpuGroupedRowColumns columns or more,
+// else about kCpuGroupPixels pixels per group, but at least two tasks per thread where the rows
+// allow (conv12's rows of 5 would otherwise run in register blocks of 5 pixels, 10 multiply-adds
+// per 128 bytes of packed filter from L2, against 24 in a block of 12).
+constexpr int64_t kCpuGroupedRowColumns = 8, kCpuGroupPixels = 24;
+int64_t cpu_row_groups(const Conv2dProblem& pb, int threads);
+
 // conv2d_forward_cpu with the row GEMM's instruction set chosen (kAuto: the widest the CPU runs)
 // and the task order (kAuto: cpu_task_order with cpu_filter_cache_budget); kUnsupported for an
 // instruction set this CPU does not run. The tests run every one the CPU has, and both orders.

@@ -26,9 +26,17 @@ constexpr int kVectors = 2;
 template <typename V, int QB, int KV>
 __attribute__((always_inline)) inline void column_block(const WindowRow& r, int64_t k0, int64_t q0) {
   constexpr int VW = int(sizeof(V) / sizeof(float)), KB = KV * VW;
-  // Columns past the row's last repeat it; their sums are not stored.
+  // Pixels past the row's last repeat it; their sums are not stored.
   const float* a[QB];
-  for (int i = 0; i < QB; ++i) a[i] = r.a + std::min<int64_t>(q0 + i, r.q - 1) * r.q_stride;
+  if (r.row_q == 0) {
+    for (int i = 0; i < QB; ++i) a[i] = r.a + std::min<int64_t>(q0 + i, r.q - 1) * r.q_stride;
+  } else {
+    int64_t row = q0 / r.row_q, column = q0 % r.row_q;
+    for (int i = 0; i < QB; ++i) {
+      a[i] = r.a + row * r.row_stride + column * r.q_stride;
+      if (q0 + i + 1 < r.q && ++column == r.row_q) column = 0, ++row;
+    }
+  }
   V acc[QB][KV];
   for (int i = 0; i < QB; ++i)
     for (int v = 0; v < KV; ++v) acc[i][v] = V{};

@@ -32,16 +32,19 @@ void pack_filter_cpu(const Conv2dConfig& config, const float* w, float* packed);
 // dst (packed_block_elements; blocks can be packed in parallel, or one at a time into a buffer).
 void pack_filter_block_cpu(const Conv2dConfig& config, const float* w, float* dst, int64_t block);
 
-// One output row's operands.
+// The operands of one output row, or of several consecutive output rows of one image taken as one
+// row of their pixels (rows of few columns, so that a register block holds more of them).
 struct WindowRow {
-  const float* a;        // the run of output column 0, group 0, in the window tensor
+  const float* a;        // the run of output pixel 0, group 0, in the window tensor
   int64_t q_stride;      // elements between the runs of adjacent output columns
+  int64_t row_q = 0;     // columns per output row when the pixels span rows (0: one row of q)
+  int64_t row_stride = 0;  // elements between the runs of vertically adjacent output pixels
   int64_t g_stride;      // elements between the runs of adjacent groups (NCHW: input channels)
   int64_t groups, len;   // groups (C for NCHW, 1 for NHWC) and elements of one run
   const float* b;        // the packed block of filters [k0, k1)
-  float* y;              // output (q, k) at y + q * y_q + k * y_k
+  float* y;              // output (pixel q, filter k) at y + q * y_q + k * y_k
   int64_t y_q, y_k;
-  int64_t q;             // output columns in the row
+  int64_t q;             // output pixels in the row
   int64_t k0, k1;        // the filters [k0, k1) to compute: one block's, k0 a multiple of kCpuFilterBlock
 };
 // isa must be one that cpu_runs (not kAuto).

@@ -164,6 +164,44 @@ TEST(Conv2dCpu, BothTaskOrdersMatchTheReference) {
       }
 }
 
+// Rows of fewer than kCpuGroupedRowColumns columns run in groups of consecutive rows, a group's
+// pixels taken as one row (register blocks then span row ends). Q = 1 to 9 (7 to 9 around the
+// limit), P up to 9, stride 1 and 2, padding, both layouts and task orders, 1, 2 and 3 threads.
+TEST(Conv2dCpu, GroupedRowsMatchTheReference) {
+  std::mt19937_64 rng(19);
+  for (Layout layout : {Layout::kNCHW, Layout::kNHWC})
+    for (int64_t q = 1; q <= 9; ++q)
+      for (CpuTaskOrder order : {CpuTaskOrder::kFilterBlocksOuter, CpuTaskOrder::kRowsOuter}) {
+        Conv2dConfig cfg;
+        cfg.layout = layout;
+        Conv2dProblem& pb = cfg.problem;
+        const int64_t stride = 1 + q % 2;
+        pb.n = 2; pb.c = 5; pb.k = 40; pb.r = 3; pb.s = 2; pb.pad_h = 1; pb.pad_w = q % 3 == 0;
+        pb.stride_h = pb.stride_w = stride;
+        pb.w = (q - 1) * stride + pb.s - 2 * pb.pad_w;                   // Q = q
+        pb.h = (2 + q) * stride + pb.r - 2 * pb.pad_h;                   // P = q + 3
+        ASSERT_EQ(pb.q(), q);
+        expect_every_isa_matches(cfg, rng, {1, 2, 3}, order);
+      }
+}
+
+// Groups of about kCpuGroupPixels pixels below kCpuGroupedRowColumns columns, at least two tasks
+// per thread where the rows allow, never more groups than rows.
+TEST(Conv2dCpu, RowGroupRule) {
+  Conv2dProblem pb;
+  pb.n = 1; pb.c = 512; pb.h = 7; pb.w = 7; pb.k = 512; pb.r = 3; pb.s = 3;  // P = Q = 5, 16 blocks
+  EXPECT_EQ(cpu_row_groups(pb, 2), 2);    // 25 pixels: two groups (2 and 3 rows)
+  EXPECT_EQ(cpu_row_groups(pb, 16), 2);   // 16 blocks x 2 groups = 32 tasks for 16 threads
+  EXPECT_EQ(cpu_row_groups(pb, 24), 3);   // 48 tasks wanted: 3 groups
+  EXPECT_EQ(cpu_row_groups(pb, 1000), 5);  // never more than the rows
+  pb.k = 32;
+  EXPECT_EQ(cpu_row_groups(pb, 2), 4);    // one block: 4 tasks for two threads
+  pb.w = 10;                              // Q = 8: a group per row
+  EXPECT_EQ(cpu_row_groups(pb, 2), 5);
+  pb.w = 9; pb.h = 30; pb.k = 512;        // Q = 7, P = 28: 196 pixels, 9 groups of about 24
+  EXPECT_EQ(cpu_row_groups(pb, 2), 9);
+}
+
 // Rows outermost when the packed filter fits the budget, whatever W'; above it, filter blocks
 // outermost while W' < 32 S.
 TEST(Conv2dCpu, TaskOrderRule) {
