@@ -216,7 +216,7 @@ Status conv2d_forward_cpu_isa(const Conv2dConfig& config, const float* x, const 
     for (int64_t row = begin; row < end; ++row) im2win_transform_row_cpu(config, x, window.get(), row);
     if (!blocks_outer) {
       team.range(blocks, worker, &begin, &end);
-      for (int64_t kb = begin; kb < end; ++kb) pack_filter_block_cpu(config, w, packed.get() + kb * block_elements, kb);
+      for (int64_t kb = begin; kb < end; ++kb) pack_filter_block_cpu(config, w, packed.get() + kb * block_elements, kb, isa);
     }
     team.barrier();
     // Phase 2: the GEMM tasks. With blocks outermost, a worker packs each block its range enters
@@ -226,7 +226,7 @@ Status conv2d_forward_cpu_isa(const Conv2dConfig& config, const float* x, const 
       float* block = packed.get() + worker * block_elements;
       for (int64_t task = begin, packed_kb = -1; task < end; ++task) {
         const int64_t kb = task / rows;
-        if (kb != packed_kb) pack_filter_block_cpu(config, w, block, packed_kb = kb);
+        if (kb != packed_kb) pack_filter_block_cpu(config, w, block, packed_kb = kb, isa);
         run_task(kb, task % rows, block);
       }
     } else {

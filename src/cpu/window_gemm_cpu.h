@@ -29,8 +29,10 @@ int64_t packed_block_elements(const Conv2dProblem& pb);  // one block: kCpuFilte
 // that maps into a few cache sets, so a deep layer's block fell out of L2 between column blocks.
 void pack_filter_cpu(const Conv2dConfig& config, const float* w, float* packed);
 // Block `block` of it, the filters [block * kCpuFilterBlock, (block + 1) * kCpuFilterBlock), into
-// dst (packed_block_elements; blocks can be packed in parallel, or one at a time into a buffer).
-void pack_filter_block_cpu(const Conv2dConfig& config, const float* w, float* dst, int64_t block);
+// dst (packed_block_elements; blocks can be packed in parallel, or one at a time into a buffer),
+// with the instruction set given (kAuto: the widest; AVX-512 transposes whole tiles in registers).
+void pack_filter_block_cpu(const Conv2dConfig& config, const float* w, float* dst, int64_t block,
+                           CpuVectorIsa isa = CpuVectorIsa::kAuto);
 
 // The operands of one output row, or of several consecutive output rows of one image taken as one
 // row of their pixels (rows of few columns, so that a register block holds more of them).

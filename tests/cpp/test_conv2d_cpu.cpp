@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <initializer_list>
 #include <thread>
 #include <vector>
@@ -86,6 +89,35 @@ TEST(Im2winTransformCpu, WindowOfEachPixelIsOneRunPerGroup) {
         for (int64_t k = K; k < k_padded; ++k) ASSERT_EQ(packed_at(row, k), 0.f);
     }
   }
+}
+
+// Every instruction set packs the same bits: AVX-512 transposes whole tiles of 16 weights x 16
+// filters in registers, the others (and a last partial tile) move one float at a time. Weights per
+// filter C*R*S around multiples of 16, K around the block halves, both layouts, poisoned buffers.
+TEST(PackFilterCpu, EveryInstructionSetPacksTheSameBits) {
+  std::mt19937_64 rng(23);
+  for (Layout layout : {Layout::kNCHW, Layout::kNHWC})
+    for (int64_t c : {1, 3, 5, 16, 11})
+      for (int64_t k : {1, 15, 16, 17, 32, 40, 70}) {
+        Conv2dConfig cfg;
+        cfg.layout = layout;
+        Conv2dProblem& pb = cfg.problem;
+        pb.n = 1; pb.c = c; pb.h = 4; pb.w = 4; pb.k = k; pb.r = 1 + c % 3; pb.s = 3;
+        const auto w = random_vector(size_t(pb.w_elements()), rng);
+        std::vector<float> expected(size_t(packed_block_elements(pb)));
+        for (int64_t block = 0; block < packed_filter_k(pb) / kCpuFilterBlock; ++block) {
+          std::fill(expected.begin(), expected.end(), std::numeric_limits<float>::quiet_NaN());
+          pack_filter_block_cpu(cfg, w.data(), expected.data(), block, CpuVectorIsa::kSse42);
+          for (float v : expected) ASSERT_FALSE(std::isnan(v)) << testing::describe(cfg);  // every element written
+          for (CpuVectorIsa isa : {CpuVectorIsa::kAvx2, CpuVectorIsa::kAvx512}) {
+            if (!cpu_runs(isa)) continue;
+            std::vector<float> got(expected.size(), std::numeric_limits<float>::quiet_NaN());
+            pack_filter_block_cpu(cfg, w.data(), got.data(), block, isa);
+            ASSERT_EQ(0, std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)))
+                << testing::describe(cfg) << " block " << block << " " << cpu_isa_name(isa);
+          }
+        }
+      }
 }
 
 class Conv2dCpuRandom : public ::testing::TestWithParam<int> {};
