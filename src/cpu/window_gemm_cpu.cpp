@@ -3,13 +3,14 @@
 // elements feed QB * KV multiply-adds, where a dot product per (q, k) spent a load of each
 // operand per multiply-add and a horizontal sum per output. The same source is compiled for
 // SSE4.2 (the build's baseline), AVX2 + FMA and AVX-512, whose vectors hold 4, 8 and 16 floats.
+// Also here: the filter pack into the layout the register blocks read, transposed in registers
+// with AVX2 and AVX-512.
 #include "cpu/window_gemm_cpu.h"
 
 #include <algorithm>
 #include <array>
 #include <cstring>
 #include <utility>
-
 
 namespace winconv {
 namespace {
@@ -23,7 +24,7 @@ typedef float V16 __attribute__((vector_size(64)));
 // filter loads per multiply-add (the packed block of a deep layer streams from L2).
 constexpr int kVectors = 2;
 
-// Output columns [q0, min(q0 + QB, q)) of the row, filters [k0, k0 + KV * VW) ∩ [k0, k1).
+// Output pixels [q0, min(q0 + QB, q)) of the row, filters [k0, k0 + KV * VW) ∩ [k0, k1).
 template <typename V, int QB, int KV>
 __attribute__((always_inline)) inline void column_block(const WindowRow& r, int64_t k0, int64_t q0) {
   constexpr int VW = int(sizeof(V) / sizeof(float)), KB = KV * VW;
