@@ -59,9 +59,10 @@ int64_t cpu_filter_cache_budget() {
 int64_t cpu_row_groups(const Conv2dProblem& pb, int threads) {
   const int64_t P = pb.p(), Q = pb.q();
   if (Q >= kCpuGroupedRowColumns) return P;
+  // Tasks per group of each image: one per filter block and image.
+  const int64_t tasks_per_group = pb.n * (packed_filter_k(pb) / kCpuFilterBlock);
   const int64_t for_blocks = (P * Q + kCpuGroupPixels - 1) / kCpuGroupPixels;
-  const int64_t for_threads = (2 * int64_t(std::max(threads, 1)) + pb.n * packed_filter_k(pb) / kCpuFilterBlock - 1) /
-                              (pb.n * packed_filter_k(pb) / kCpuFilterBlock);
+  const int64_t for_threads = (2 * int64_t(std::max(threads, 1)) + tasks_per_group - 1) / tasks_per_group;
   return std::min(P, std::max(for_blocks, for_threads));
 }
 
