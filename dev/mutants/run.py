@@ -26,6 +26,8 @@ CONFIGURE = {
     "cpu": ["-DWINCONV_ENABLE_CUDA=OFF", "-DWINCONV_BUILD_BENCH=OFF"],
     "host_cuda": [],
 }
+# Seconds a mutant's test run may take: the unmutated C++ tests take seconds, the Python tests minutes.
+TEST_TIMEOUT_S = {"cpu": 300, "host_cuda": 300, "python": 1800}
 TARGET = {"cpu": "winconv_tests_cpu", "host_cuda": "winconv_tests_host_cuda"}
 
 
@@ -40,6 +42,14 @@ def commands(kind: str, build: Path, jobs: int):
 
 def run(cmd, env=None, timeout=1800) -> int:
     return subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, timeout=timeout).returncode
+
+
+def run_tests(kind, cmd, env) -> str:
+    """The verdict of a mutant's test run; a run that hangs (a lost wake-up, say) is killed."""
+    try:
+        return "KILLED" if run(cmd, env, timeout=TEST_TIMEOUT_S.get(kind, 1800)) != 0 else "SURVIVED"
+    except subprocess.TimeoutExpired:
+        return "KILLED (hangs)"
 
 
 def main() -> int:
@@ -76,7 +86,7 @@ def main() -> int:
                 if make and run(make) != 0:
                     verdict = "KILLED (does not build)"
                 else:
-                    verdict = "KILLED" if run(test, env) != 0 else "SURVIVED"
+                    verdict = run_tests(kind, test, env)
             finally:
                 path.write_text(text)  # a fresh time: the next build recompiles what the mutant touched
             if verdict == "SURVIVED":

@@ -75,7 +75,11 @@ Status conv2d_forward(const Conv2dConfig& config, const void* x, const void* w, 
 // ---- CPU path (host pointers, fp32 only; the benchmark's path when no GPU is present).
 
 // im2win on the CPU: the window tensor is built in host memory, then blocked dot products over
-// contiguous window runs. threads = 0 uses every hardware thread.
+// contiguous window runs. threads = 0 uses every hardware thread. The threads besides the
+// caller's come from a pool kept for the process (started at the first call); they wait for the
+// next call spinning, yielding to other work, for 2 ms after each call, then asleep. A call made
+// while another holds the pool, or asking for more threads than the hardware has, starts threads
+// of its own.
 Status conv2d_forward_cpu(const Conv2dConfig& config, const float* x, const float* w, float* y,
                           int threads = 0);
 // Host bytes conv2d_forward_cpu allocates beyond x, w and y with this many threads (0: every

@@ -1,5 +1,6 @@
 // A team of workers for one call of a CPU path: the calling thread is worker 0 and the others are
-// threads started for the call, all running the same body, which splits its phases by worker and
+// the thread pool's helpers (worker_pool.h), or threads started for the call where the pool is
+// held by another call, all running the same body, which splits its phases by worker and
 // separates them with barriers. One team per call, where a parallel loop per phase started and
 // joined its threads each time (about 30 us a thread here, a tenth of a 1 ms layer's time).
 #pragma once
@@ -10,6 +11,8 @@
 #include <system_error>
 #include <thread>
 #include <vector>
+
+#include "cpu/worker_pool.h"
 
 namespace winconv {
 
@@ -39,12 +42,21 @@ class WorkerTeam {
     *end = std::min(count, *begin + chunk);
   }
 
-  // Runs body(team, worker) on a team of up to `threads` workers. A thread that cannot be started
+  // Runs body(team, worker) on a team of up to `threads` workers: the pool's helpers, or, while
+  // another call holds the pool, threads started for this call. A thread that cannot be started
   // (address space, process limits: std::thread throws) leaves the team smaller rather than ending
   // the process; the workers learn the final size before any of them starts.
   template <typename Body>
   static void run(int threads, Body body) {
     WorkerTeam team;
+    auto helper = [&team, &body](int worker) { body(team, worker); };
+    PooledHelpers pooled(threads - 1);  // its destructor waits for the helpers
+    if (pooled.count() > 0) {
+      team.size_.store(1 + pooled.count(), std::memory_order_release);
+      pooled.start(helper);
+      body(team, 0);
+      return;
+    }
     std::vector<std::thread> pool;
     try {
       pool.reserve(size_t(std::max(threads, 1) - 1));

@@ -45,6 +45,37 @@ TEST(Im2winTransformCpu, MatchesDefinitionNchw) {
         }
 }
 
+// NHWC, every element by the formula, poisoned first, for channel counts on each of the
+// transform's copy paths (C = 1 to 4 moved inline, wider pixels by a copy), with padding on both
+// axes (top rows wholly padding) and strides 1 and 3.
+TEST(Im2winTransformCpu, MatchesDefinitionNhwcForEveryChannelCount) {
+  for (int64_t C : {1, 2, 3, 4, 5, 9})
+    for (int64_t stride : {1, 3}) {
+      Conv2dConfig cfg;
+      cfg.layout = Layout::kNHWC;
+      Conv2dProblem& pb = cfg.problem;
+      pb.n = 2; pb.c = C; pb.h = 6; pb.w = 5; pb.k = 1; pb.r = 4; pb.s = 2;
+      pb.stride_h = stride; pb.stride_w = stride; pb.pad_h = 2; pb.pad_w = 1;
+      std::vector<float> x(size_t(pb.x_elements()));
+      for (size_t i = 0; i < x.size(); ++i) x[i] = float(i + 1);
+      std::vector<float> win(size_t(im2win_window_elements(pb)), std::numeric_limits<float>::quiet_NaN());
+      im2win_transform_cpu(cfg, x.data(), win.data());
+      const int64_t P = pb.p(), Wp = pb.w + 2 * pb.pad_w, R = pb.r;
+      for (int64_t n = 0; n < pb.n; ++n)
+        for (int64_t p = 0; p < P; ++p)
+          for (int64_t w = 0; w < Wp; ++w)
+            for (int64_t u = 0; u < R; ++u)
+              for (int64_t c = 0; c < C; ++c) {
+                const int64_t h = p * stride + u - pb.pad_h, ww = w - pb.pad_w;
+                const float want = (h < 0 || h >= pb.h || ww < 0 || ww >= pb.w)
+                                       ? 0.f
+                                       : x[size_t(((n * pb.h + h) * pb.w + ww) * C + c)];
+                ASSERT_EQ(win[size_t(((((n * P + p) * Wp + w) * R + u) * C) + c)], want)
+                    << "C " << C << " stride " << stride << " at " << n << ' ' << p << ' ' << w << ' ' << u << ' ' << c;
+              }
+    }
+}
+
 // The window of (p, q) is one contiguous run per group: NCHW, S*R elements per channel c at
 // ((n*C + c)*P + p)*W'*R + q*s_w*R; NHWC, S*R*C elements at ((n*P + p)*W' + q*s_w)*R*C. Dotting the
 // runs with the packed filter's rows of the same groups (pack_filter_cpu: filter k in block k / 32,
