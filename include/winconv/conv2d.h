@@ -82,9 +82,16 @@ Status conv2d_forward(const Conv2dConfig& config, const void* x, const void* w, 
 // of its own.
 Status conv2d_forward_cpu(const Conv2dConfig& config, const float* x, const float* w, float* y,
                           int threads = 0);
-// Host bytes conv2d_forward_cpu allocates beyond x, w and y with this many threads (0: every
-// hardware thread): the window tensor and the packed filter (whole, or a block per thread: which
-// one depends on the problem and on the L2 size this CPU reports).
+// The same in the caller's workspace, allocated nothing per call: workspace_bytes at least
+// conv2d_forward_cpu_extra_bytes(config, &bytes, threads) with the same threads, and the workspace
+// aligned to 64 bytes. A workspace kept between calls is faulted into memory once (a 45 MB window
+// tensor's first touch took a tenth of its layer's time).
+Status conv2d_forward_cpu(const Conv2dConfig& config, const float* x, const float* w, float* y, void* workspace,
+                          size_t workspace_bytes, int threads = 0);
+// Host bytes conv2d_forward_cpu allocates (or needs as its workspace) beyond x, w and y with this
+// many threads (0: every hardware thread): the window tensor and, from the next 64-byte boundary,
+// the packed filter (whole, or a block per thread: which one depends on the problem and on the L2
+// size this CPU reports).
 Status conv2d_forward_cpu_extra_bytes(const Conv2dConfig& config, size_t* bytes, int threads = 0);
 
 // The oracle: direct convolution with double accumulation and a double output.

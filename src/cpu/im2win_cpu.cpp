@@ -60,6 +60,35 @@ int64_t packed_filter_held(const Conv2dConfig& config, int threads, CpuTaskOrder
   return std::min<int64_t>(team_size(config, threads), gemm_tasks(pb, threads)) * packed_block_elements(pb);
 }
 
+// The workspace of a call: the window tensor, then the packed filter from the next 64-byte
+// boundary (whole cache lines for its vector loads).
+struct CpuWorkspace {
+  size_t packed_offset, bytes;
+};
+CpuWorkspace cpu_workspace(const Conv2dConfig& config, int threads, CpuTaskOrder order) {
+  const size_t window = sizeof(float) * size_t(im2win_window_elements(config.problem));
+  const size_t offset = (window + kCpuWorkspaceAlignment - 1) / kCpuWorkspaceAlignment * kCpuWorkspaceAlignment;
+  return {offset, offset + sizeof(float) * size_t(packed_filter_held(config, threads, order))};
+}
+
+// Checks a call's arguments other than the workspace.
+Status check_forward_arguments(const Conv2dConfig& config, const float* x, const float* w, float* y, int threads,
+                               CpuVectorIsa isa) {
+  Status st = conv2d_validate(config);
+  if (!st.ok()) return st;
+  if (!x) return Status(StatusCode::kNullPointer, "x is null");
+  if (!w) return Status(StatusCode::kNullPointer, "w is null");
+  if (!y) return Status(StatusCode::kNullPointer, "y is null");
+  if (threads < 0) return Status(StatusCode::kInvalidArgument, "threads must be >= 0");
+  if (!cpu_runs(isa))
+    return Status(StatusCode::kUnsupported, std::string("this CPU does not run ") + cpu_isa_name(isa));
+  return Status::Ok();
+}
+
+// The forward with its arguments checked, threads resolved and the workspace in hand.
+void forward_cpu(const Conv2dConfig& config, const float* x, const float* w, float* y, float* workspace,
+                 int threads, CpuVectorIsa isa, CpuTaskOrder order);
+
 }  // namespace
 
 int64_t cpu_filter_cache_budget() {
@@ -169,8 +198,7 @@ Status conv2d_forward_cpu_extra_bytes_order(const Conv2dConfig& config, size_t* 
   if (!st.ok()) return st;
   if (!bytes) return Status(StatusCode::kNullPointer, "bytes is null");
   if (threads < 0) return Status(StatusCode::kInvalidArgument, "threads must be >= 0");
-  *bytes = sizeof(float) * size_t(im2win_window_elements(config.problem) +
-                                  packed_filter_held(config, resolve_threads(threads), order));
+  *bytes = cpu_workspace(config, resolve_threads(threads), order).bytes;
   return Status::Ok();
 }
 
@@ -179,30 +207,48 @@ Status conv2d_forward_cpu(const Conv2dConfig& config, const float* x, const floa
   return conv2d_forward_cpu_isa(config, x, w, y, threads, CpuVectorIsa::kAuto);
 }
 
+Status conv2d_forward_cpu(const Conv2dConfig& config, const float* x, const float* w, float* y, void* workspace,
+                          size_t workspace_bytes, int threads) {
+  Status st = check_forward_arguments(config, x, w, y, threads, CpuVectorIsa::kAuto);
+  if (!st.ok()) return st;
+  threads = resolve_threads(threads);
+  const CpuWorkspace ws = cpu_workspace(config, threads, CpuTaskOrder::kAuto);
+  if (workspace_bytes < ws.bytes)
+    return Status(StatusCode::kWorkspaceTooSmall,
+                  "workspace_bytes=" + std::to_string(workspace_bytes) + " but this call needs " +
+                      std::to_string(ws.bytes) + " (ask conv2d_forward_cpu_extra_bytes with the same threads)");
+  st = conv2d_check_pointer("workspace", workspace, kCpuWorkspaceAlignment);
+  if (!st.ok()) return st;
+  forward_cpu(config, x, w, y, static_cast<float*>(workspace), threads, widest_cpu_isa(), CpuTaskOrder::kAuto);
+  return Status::Ok();
+}
+
 Status conv2d_forward_cpu_isa(const Conv2dConfig& config, const float* x, const float* w, float* y, int threads,
                               CpuVectorIsa isa, CpuTaskOrder order) {
-  Status st = conv2d_validate(config);
+  Status st = check_forward_arguments(config, x, w, y, threads, isa);
   if (!st.ok()) return st;
-  if (!x) return Status(StatusCode::kNullPointer, "x is null");
-  if (!w) return Status(StatusCode::kNullPointer, "w is null");
-  if (!y) return Status(StatusCode::kNullPointer, "y is null");
-  if (threads < 0) return Status(StatusCode::kInvalidArgument, "threads must be >= 0");
-  if (!cpu_runs(isa))
-    return Status(StatusCode::kUnsupported, std::string("this CPU does not run ") + cpu_isa_name(isa));
   threads = resolve_threads(threads);
   if (isa == CpuVectorIsa::kAuto) isa = widest_cpu_isa();
+  const size_t bytes = cpu_workspace(config, threads, order).bytes;
+  const HostBuffer workspace(bytes / sizeof(float));
+  if (!workspace)
+    return Status(StatusCode::kOutOfMemory, "cannot allocate " + std::to_string(bytes) +
+                                                " bytes of host memory for the window tensor and the packed filter");
+  forward_cpu(config, x, w, y, workspace.get(), threads, isa, order);
+  return Status::Ok();
+}
 
+namespace {
+
+void forward_cpu(const Conv2dConfig& config, const float* x, const float* w, float* y, float* workspace,
+                 int threads, CpuVectorIsa isa, CpuTaskOrder order) {
   const Conv2dProblem& pb = config.problem;
   const int64_t P = pb.p(), Q = pb.q(), Wp = pb.w + 2 * pb.pad_w;
   const int64_t R = pb.r, S = pb.s, C = pb.c, K = pb.k;
   if (order == CpuTaskOrder::kAuto) order = cpu_task_order(pb, cpu_filter_cache_budget());
-  const HostBuffer window(size_t(im2win_window_elements(pb))), packed(size_t(packed_filter_held(config, threads, order)));
-  if (!window || !packed) {
-    size_t bytes = 0;
-    conv2d_forward_cpu_extra_bytes_order(config, &bytes, threads, order);
-    return Status(StatusCode::kOutOfMemory, "cannot allocate " + std::to_string(bytes) +
-                                                " bytes of host memory for the window tensor and the packed filter");
-  }
+  const CpuWorkspace ws = cpu_workspace(config, threads, order);
+  float* const window = workspace;
+  float* const packed = workspace + ws.packed_offset / sizeof(float);
   const int64_t G = cpu_row_groups(pb, threads), rows = pb.n * G;  // GEMM rows: groups of output rows
   const int64_t blocks = packed_filter_k(pb) / kCpuFilterBlock, block_elements = packed_block_elements(pb);
   const bool blocks_outer = order == CpuTaskOrder::kFilterBlocksOuter;
@@ -219,7 +265,7 @@ Status conv2d_forward_cpu_isa(const Conv2dConfig& config, const float* x, const 
     row.k1 = std::min(K, row.k0 + kCpuFilterBlock);
     if (nchw) {
       // Per channel, the window of (p, q) is S*R contiguous elements at q*s_w*R.
-      row.a = window.get() + (n * C * P + p) * Wp * R;
+      row.a = window + (n * C * P + p) * Wp * R;
       row.q_stride = pb.stride_w * R;
       row.row_stride = Wp * R;
       row.g_stride = P * Wp * R;
@@ -230,7 +276,7 @@ Status conv2d_forward_cpu_isa(const Conv2dConfig& config, const float* x, const 
       row.y_k = P * Q;
     } else {
       // NHWC: the whole window is one run of S*R*C elements at q*s_w*R*C.
-      row.a = window.get() + (n * P + p) * Wp * R * C;
+      row.a = window + (n * P + p) * Wp * R * C;
       row.q_stride = pb.stride_w * R * C;
       row.row_stride = Wp * R * C;
       row.g_stride = 0;
@@ -247,17 +293,17 @@ Status conv2d_forward_cpu_isa(const Conv2dConfig& config, const float* x, const 
     int64_t begin, end;
     // Phase 1: the transform, and with rows outermost the whole filter's pack.
     team.range(im2win_transform_rows(config), worker, &begin, &end);
-    for (int64_t row = begin; row < end; ++row) im2win_transform_row_cpu(config, x, window.get(), row);
+    for (int64_t row = begin; row < end; ++row) im2win_transform_row_cpu(config, x, window, row);
     if (!blocks_outer) {
       team.range(blocks, worker, &begin, &end);
-      for (int64_t kb = begin; kb < end; ++kb) pack_filter_block_cpu(config, w, packed.get() + kb * block_elements, kb, isa);
+      for (int64_t kb = begin; kb < end; ++kb) pack_filter_block_cpu(config, w, packed + kb * block_elements, kb, isa);
     }
     team.barrier();
     // Phase 2: the GEMM tasks. With blocks outermost, a worker packs each block its range enters
     // into its own buffer, the worker-th of `packed` (workers past the tasks have none).
     team.range(tasks, worker, &begin, &end);
     if (blocks_outer) {
-      float* block = packed.get() + worker * block_elements;
+      float* block = packed + worker * block_elements;
       for (int64_t task = begin, packed_kb = -1; task < end; ++task) {
         const int64_t kb = task / rows;
         if (kb != packed_kb) pack_filter_block_cpu(config, w, block, packed_kb = kb, isa);
@@ -266,11 +312,12 @@ Status conv2d_forward_cpu_isa(const Conv2dConfig& config, const float* x, const 
     } else {
       for (int64_t task = begin; task < end; ++task) {
         const int64_t kb = task % blocks;
-        run_task(kb, task / blocks, packed.get() + kb * block_elements);
+        run_task(kb, task / blocks, packed + kb * block_elements);
       }
     }
   });
-  return Status::Ok();
 }
+
+}  // namespace
 
 }  // namespace winconv

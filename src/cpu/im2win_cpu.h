@@ -45,6 +45,10 @@ int64_t cpu_filter_cache_budget();
 constexpr int64_t kCpuGroupedRowColumns = 8, kCpuGroupPixels = 24;
 int64_t cpu_row_groups(const Conv2dProblem& pb, int threads);
 
+// The CPU workspace's alignment (conv2d_forward_cpu with a caller's workspace), and that of the
+// packed filter within it.
+constexpr size_t kCpuWorkspaceAlignment = 64;
+
 // conv2d_forward_cpu with the row GEMM's instruction set chosen (kAuto: the widest the CPU runs)
 // and the task order (kAuto: cpu_task_order with cpu_filter_cache_budget); kUnsupported for an
 // instruction set this CPU does not run. The tests run every one the CPU has, and both orders.

@@ -1,6 +1,7 @@
 // The CPU path: the im2win transform against its definition, and the CPU im2win convolution
 // against the FP64 reference on random shapes.
 #include <gtest/gtest.h>
+
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -432,6 +434,78 @@ TEST(Conv2dCpu, StartOrRunInlineStartsAThreadWhenItCan) {
   EXPECT_NE(ran_on, std::this_thread::get_id());
 }
 
+// The caller's workspace: sized by the extra-bytes query with the same threads, poisoned and
+// reused across problems of both layouts and both task orders (one workspace for all, sized for the
+// largest), the same bits as the call that allocates.
+TEST(Conv2dCpu, CallerWorkspaceGivesTheAllocatingCallsBits) {
+  std::mt19937_64 rng(11);
+  std::vector<Conv2dConfig> configs;
+  for (Layout layout : {Layout::kNCHW, Layout::kNHWC})
+    for (int draw = 0; draw < 4; ++draw) configs.push_back(random_config(rng, layout));
+  Conv2dConfig deep;  // filter blocks outermost on any L2 (9.4 MB of filter, W' < 32 S)
+  deep.problem.n = 1; deep.problem.c = 512; deep.problem.h = 7; deep.problem.w = 7;
+  deep.problem.k = 512; deep.problem.r = 3; deep.problem.s = 3; deep.problem.pad_h = 1; deep.problem.pad_w = 1;
+  configs.push_back(deep);
+  for (int threads : {1, 2, 3}) {
+    size_t most = 0;
+    for (const Conv2dConfig& cfg : configs) {
+      size_t bytes = 0;
+      ASSERT_TRUE(conv2d_forward_cpu_extra_bytes(cfg, &bytes, threads).ok());
+      most = std::max(most, bytes);
+    }
+    std::vector<float> workspace(most / sizeof(float) + kCpuWorkspaceAlignment / sizeof(float),
+                                 std::numeric_limits<float>::quiet_NaN());
+    void* aligned = workspace.data();
+    size_t space = workspace.size() * sizeof(float);
+    ASSERT_NE(std::align(kCpuWorkspaceAlignment, most, aligned, space), nullptr);
+    for (const Conv2dConfig& cfg : configs) {
+      const Conv2dProblem& pb = cfg.problem;
+      const auto x = random_vector(size_t(pb.x_elements()), rng);
+      const auto w = random_vector(size_t(pb.w_elements()), rng);
+      std::vector<float> want(size_t(pb.y_elements()), std::numeric_limits<float>::quiet_NaN()), got(want);
+      ASSERT_TRUE(conv2d_forward_cpu(cfg, x.data(), w.data(), want.data(), threads).ok());
+      size_t bytes = 0;
+      ASSERT_TRUE(conv2d_forward_cpu_extra_bytes(cfg, &bytes, threads).ok());
+      const Status st = conv2d_forward_cpu(cfg, x.data(), w.data(), got.data(), aligned, bytes, threads);
+      ASSERT_TRUE(st.ok()) << st.to_string() << " " << testing::describe(cfg);
+      ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+          << testing::describe(cfg) << " threads " << threads;
+      for (float v : got) ASSERT_FALSE(std::isnan(v)) << testing::describe(cfg);
+    }
+  }
+}
+
+// A workspace that is too small (by one byte, or sized for fewer threads than the call uses),
+// null or misaligned is refused with its own code, and y is left as it was.
+TEST(Conv2dCpu, CallerWorkspaceErrorsLeaveTheOutputUntouched) {
+  Conv2dConfig cfg;  // filter blocks outermost: the packed filter held grows with the threads
+  cfg.problem.n = 1; cfg.problem.c = 512; cfg.problem.h = 7; cfg.problem.w = 7;
+  cfg.problem.k = 512; cfg.problem.r = 3; cfg.problem.s = 3; cfg.problem.pad_h = 1; cfg.problem.pad_w = 1;
+  const Conv2dProblem& pb = cfg.problem;
+  std::vector<float> x(size_t(pb.x_elements()), 1.f), w(size_t(pb.w_elements()), 1.f);
+  std::vector<float> y(size_t(pb.y_elements()), -7.f);
+  size_t one = 0, two = 0;
+  ASSERT_TRUE(conv2d_forward_cpu_extra_bytes(cfg, &one, 1).ok());
+  ASSERT_TRUE(conv2d_forward_cpu_extra_bytes(cfg, &two, 2).ok());
+  ASSERT_GT(two, one);
+  std::vector<float> storage(two / sizeof(float) + 2 * kCpuWorkspaceAlignment / sizeof(float));
+  void* aligned = storage.data();
+  size_t space = storage.size() * sizeof(float);
+  ASSERT_NE(std::align(kCpuWorkspaceAlignment, two + kCpuWorkspaceAlignment, aligned, space), nullptr);
+  auto call = [&](void* ws, size_t bytes, int threads) {
+    return conv2d_forward_cpu(cfg, x.data(), w.data(), y.data(), ws, bytes, threads).code();
+  };
+  EXPECT_EQ(call(aligned, one - 1, 1), StatusCode::kWorkspaceTooSmall);
+  EXPECT_EQ(call(aligned, one, 2), StatusCode::kWorkspaceTooSmall);
+  EXPECT_EQ(call(nullptr, one, 1), StatusCode::kNullPointer);
+  EXPECT_EQ(call(static_cast<char*>(aligned) + 16, one, 1), StatusCode::kMisalignedPointer);
+  EXPECT_EQ(call(aligned, one, -1), StatusCode::kInvalidArgument);
+  EXPECT_EQ(conv2d_forward_cpu(cfg, x.data(), w.data(), nullptr, aligned, one, 1).code(), StatusCode::kNullPointer);
+  for (float v : y) ASSERT_EQ(v, -7.f);
+  EXPECT_EQ(call(aligned, one, 1), StatusCode::kOk);
+  EXPECT_EQ(y[0], float(512 * 4));  // the corner pixel: 2 x 2 of the window inside x, 512 channels
+}
+
 TEST(Conv2dCpu, ExtraBytesCountWindowAndFilter) {
   Conv2dConfig cfg;
   cfg.problem.n = 2; cfg.problem.c = 3; cfg.problem.h = 10; cfg.problem.w = 9;
@@ -458,6 +532,13 @@ TEST(Conv2dCpu, ExtraBytesCountWindowAndFilter) {
     ASSERT_TRUE(conv2d_forward_cpu_extra_bytes_order(cfg, &by_order, 3, order).ok());
     EXPECT_EQ(bytes, by_order) << width;
   }
+  // The packed filter starts at the 64-byte boundary after the window: a window of 9 floats
+  // (36 bytes) is followed by 28 bytes of padding.
+  Conv2dConfig small;
+  small.problem.n = 1; small.problem.c = 1; small.problem.h = 3; small.problem.w = 3;
+  small.problem.k = 1; small.problem.r = 3; small.problem.s = 3;
+  ASSERT_TRUE(conv2d_forward_cpu_extra_bytes_order(small, &bytes, 1, CpuTaskOrder::kRowsOuter).ok());
+  EXPECT_EQ(bytes, 64u + 4u * 32 * 9);
   EXPECT_EQ(conv2d_forward_cpu_extra_bytes(cfg, &bytes, -1).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(conv2d_forward_cpu_extra_bytes(cfg, nullptr).code(), StatusCode::kNullPointer);
 }
