@@ -77,7 +77,8 @@ Status conv2d_forward(const Conv2dConfig& config, const void* x, const void* w, 
 // im2win on the CPU: the window tensor is built in host memory, then blocked dot products over
 // contiguous window runs. threads = 0 uses every hardware thread. The threads besides the
 // caller's come from a pool kept for the process (started at the first call); they wait for the
-// next call spinning, yielding to other work, for 2 ms after each call, then asleep. A call made
+// next call spinning, yielding to other work, for 2 ms after each call (WINCONV_CPU_SPIN_US
+// microseconds if set; 0 sleeps at once), then asleep. A call made
 // while another holds the pool, or asking for more threads than the hardware has, starts threads
 // of its own.
 Status conv2d_forward_cpu(const Conv2dConfig& config, const float* x, const float* w, float* y,

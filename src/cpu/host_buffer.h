@@ -1,8 +1,8 @@
-// A host buffer of floats for the CPU path's window tensor and packed filter, left uninitialised
-// (every element is written before it is read), aligned to 64 bytes at least. Buffers of several MB are placed on 2 MB pages
-// where Linux allows it (transparent huge pages on request): their first touch then takes one
-// page fault per 2 MB instead of per 4 KB, which cost conv4's 45 MB window as much as its
-// transform.
+// A host buffer of floats for the CPU path's workspace (the window tensor and the packed filter),
+// left uninitialised (every element is written before it is read), aligned to 64 bytes at least.
+// Buffers of several MB are placed on 2 MB pages where Linux allows it (transparent huge pages on
+// request): their first touch then takes one page fault per 2 MB instead of per 4 KB, which cost
+// conv4's 45 MB window as much as its transform.
 #pragma once
 
 #include <cstddef>

@@ -4,6 +4,8 @@
 #include "cpu/worker_pool.h"
 
 #include <atomic>
+#include <cerrno>
+#include <cstdlib>
 #include <condition_variable>
 #include <mutex>
 #include <new>
@@ -99,11 +101,12 @@ class WorkerPool {
   }
 
   uint64_t next_job(uint64_t seen, bool spin) {
-    const auto deadline = std::chrono::steady_clock::now() + PooledHelpers::kSpinAfterCall;
+    static const std::chrono::microseconds spin_for = PooledHelpers::spin_after_call();
+    const auto deadline = std::chrono::steady_clock::now() + spin_for;
     // Spinning, then yielding between checks: a runnable helper keeps its core awake for the next
     // call, and yields it to any other thread that has work (a helper spinning without yielding
     // held a core from the threads of the process's next parallel loop for the whole spin).
-    for (int spins = 0; spin; ++spins) {
+    for (int spins = 0; spin && spin_for.count() > 0; ++spins) {
       const uint64_t job = job_.load(std::memory_order_acquire);
       if (job != seen) return job;
       if (spins < 1024) {
@@ -133,6 +136,20 @@ class WorkerPool {
   std::condition_variable wake_;
   int sleepers_ = 0;
 };
+
+std::chrono::microseconds PooledHelpers::spin_from_text(const char* text) {
+  if (!text || *text < '0' || *text > '9') return kDefaultSpin;  // strtoll would skip spaces and take signs
+  char* end = nullptr;
+  errno = 0;
+  const long long value = std::strtoll(text, &end, 10);
+  if (errno != 0 || *end != '\0' || value < 0 || value > 1000000) return kDefaultSpin;
+  return std::chrono::microseconds(value);
+}
+
+std::chrono::microseconds PooledHelpers::spin_after_call() {
+  static const std::chrono::microseconds spin = spin_from_text(std::getenv("WINCONV_CPU_SPIN_US"));
+  return spin;
+}
 
 int PooledHelpers::default_most() {
   static const int most = int(std::thread::hardware_concurrency()) - 1;

@@ -2,7 +2,7 @@
 // virtual machine a core left idle between calls was often slow to come back: two threads then
 // ran a 1 ms layer in the time of one (conv1 NHWC: a median of 1.73 ms against 0.89-1.0 ms for
 // two-fifths of the calls). The pool's threads wait for the next call spinning for a while
-// (kSpinAfterCall), then asleep, as OpenMP runtimes do.
+// (spin_after_call()), then asleep, as OpenMP runtimes do.
 #pragma once
 
 #include <chrono>
@@ -35,8 +35,14 @@ class PooledHelpers {
   // Blocks until every started helper has returned from its work.
   void wait();
 
-  // How long a helper spins for the next call before it sleeps.
-  static constexpr std::chrono::microseconds kSpinAfterCall{2000};
+  // How long a helper spins for the next call before it sleeps: WINCONV_CPU_SPIN_US microseconds
+  // (0: sleep at once, for programs that would rather keep the cores than the latency), read once,
+  // else kDefaultSpin.
+  static constexpr std::chrono::microseconds kDefaultSpin{2000};
+  static std::chrono::microseconds spin_after_call();
+  // The spin a value of WINCONV_CPU_SPIN_US asks for: a whole number of microseconds up to one
+  // second; anything else (unset, empty, negative, not a number, larger) gives kDefaultSpin.
+  static std::chrono::microseconds spin_from_text(const char* text);
 
  private:
   void start_erased(void (*fn)(void*, int), void* work);

@@ -36,6 +36,11 @@ void within_a_minute(Calls calls) {
   caller.join();
 }
 
+// Long enough for the helpers to have gone to sleep.
+void sleep_past_the_spin() {
+  std::this_thread::sleep_for(3 * PooledHelpers::spin_after_call() + std::chrono::milliseconds(1));
+}
+
 // The thread that ran worker 1 of a two-worker team, and the team's size.
 std::thread::id worker1_of_team(int* size) {
   std::thread::id id;
@@ -64,7 +69,7 @@ TEST(WorkerPool, HelpersWakeFromSleep) {
     int size = 0;
     const std::thread::id first = worker1_of_team(&size);
     for (int call = 0; call < 3; ++call) {
-      std::this_thread::sleep_for(3 * PooledHelpers::kSpinAfterCall);
+      sleep_past_the_spin();
       EXPECT_EQ(worker1_of_team(&size), first);
       EXPECT_EQ(size, 2);
     }
@@ -89,10 +94,21 @@ TEST(WorkerPool, EachCallRunsExactlyTheHelpersItCounts) {
       helpers.start(work);
       helpers.wait();
       for (int w = 1; w <= helpers.count(); ++w) want[size_t(w)]++;
-      if (call % 100 == 0) std::this_thread::sleep_for(3 * PooledHelpers::kSpinAfterCall);  // some from sleep
+      if (call % 100 == 0) sleep_past_the_spin();  // some calls find the helpers asleep
     }
   });
   for (int w = 0; w <= kMost; ++w) EXPECT_EQ(runs[size_t(w)].load(), want[size_t(w)]) << "helper " << w;
+}
+
+TEST(WorkerPool, SpinFromTheEnvironmentText) {
+  using us = std::chrono::microseconds;
+  EXPECT_EQ(PooledHelpers::spin_from_text(nullptr), PooledHelpers::kDefaultSpin);
+  EXPECT_EQ(PooledHelpers::spin_from_text(""), PooledHelpers::kDefaultSpin);
+  EXPECT_EQ(PooledHelpers::spin_from_text("0"), us(0));
+  EXPECT_EQ(PooledHelpers::spin_from_text("150"), us(150));
+  EXPECT_EQ(PooledHelpers::spin_from_text("1000000"), us(1000000));
+  for (const char* bad : {"-1", "1000001", "12us", "abc", " 5", "99999999999999999999"})
+    EXPECT_EQ(PooledHelpers::spin_from_text(bad), PooledHelpers::kDefaultSpin) << bad;
 }
 
 TEST(WorkerPool, CallsWantingMoreThanTheMostUseNoPool) {
