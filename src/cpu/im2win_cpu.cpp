@@ -85,8 +85,9 @@ Status check_forward_arguments(const Conv2dConfig& config, const float* x, const
   return Status::Ok();
 }
 
-// The forward with its arguments checked, threads resolved and the workspace in hand.
-void forward_cpu(const Conv2dConfig& config, const float* x, const float* w, float* y, float* workspace,
+// The forward with its arguments checked, threads resolved and the workspace in hand: the window
+// tensor at `window`, the packed filter at `packed` (cpu_workspace's layout).
+void forward_cpu(const Conv2dConfig& config, const float* x, const float* w, float* y, float* window, float* packed,
                  int threads, CpuVectorIsa isa, CpuTaskOrder order);
 
 }  // namespace
@@ -219,7 +220,9 @@ Status conv2d_forward_cpu(const Conv2dConfig& config, const float* x, const floa
                       std::to_string(ws.bytes) + " (ask conv2d_forward_cpu_extra_bytes with the same threads)");
   st = conv2d_check_pointer("workspace", workspace, kCpuWorkspaceAlignment);
   if (!st.ok()) return st;
-  forward_cpu(config, x, w, y, static_cast<float*>(workspace), threads, widest_cpu_isa(), CpuTaskOrder::kAuto);
+  float* const base = static_cast<float*>(workspace);
+  forward_cpu(config, x, w, y, base, base + ws.packed_offset / sizeof(float), threads, widest_cpu_isa(),
+              CpuTaskOrder::kAuto);
   return Status::Ok();
 }
 
@@ -229,26 +232,24 @@ Status conv2d_forward_cpu_isa(const Conv2dConfig& config, const float* x, const 
   if (!st.ok()) return st;
   threads = resolve_threads(threads);
   if (isa == CpuVectorIsa::kAuto) isa = widest_cpu_isa();
-  const size_t bytes = cpu_workspace(config, threads, order).bytes;
-  const HostBuffer workspace(bytes / sizeof(float));
+  const CpuWorkspace ws = cpu_workspace(config, threads, order);
+  const HostBuffer workspace(ws.bytes / sizeof(float));
   if (!workspace)
-    return Status(StatusCode::kOutOfMemory, "cannot allocate " + std::to_string(bytes) +
+    return Status(StatusCode::kOutOfMemory, "cannot allocate " + std::to_string(ws.bytes) +
                                                 " bytes of host memory for the window tensor and the packed filter");
-  forward_cpu(config, x, w, y, workspace.get(), threads, isa, order);
+  forward_cpu(config, x, w, y, workspace.get(), workspace.get() + ws.packed_offset / sizeof(float), threads, isa,
+              order);
   return Status::Ok();
 }
 
 namespace {
 
-void forward_cpu(const Conv2dConfig& config, const float* x, const float* w, float* y, float* workspace,
+void forward_cpu(const Conv2dConfig& config, const float* x, const float* w, float* y, float* window, float* packed,
                  int threads, CpuVectorIsa isa, CpuTaskOrder order) {
   const Conv2dProblem& pb = config.problem;
   const int64_t P = pb.p(), Q = pb.q(), Wp = pb.w + 2 * pb.pad_w;
   const int64_t R = pb.r, S = pb.s, C = pb.c, K = pb.k;
   if (order == CpuTaskOrder::kAuto) order = cpu_task_order(pb, cpu_filter_cache_budget());
-  const CpuWorkspace ws = cpu_workspace(config, threads, order);
-  float* const window = workspace;
-  float* const packed = workspace + ws.packed_offset / sizeof(float);
   const int64_t G = cpu_row_groups(pb, threads), rows = pb.n * G;  // GEMM rows: groups of output rows
   const int64_t blocks = packed_filter_k(pb) / kCpuFilterBlock, block_elements = packed_block_elements(pb);
   const bool blocks_outer = order == CpuTaskOrder::kFilterBlocksOuter;

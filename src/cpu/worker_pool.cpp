@@ -78,9 +78,7 @@ class WorkerPool {
   }
 
   void wait() {
-    for (int spins = 0; remaining_.load(std::memory_order_acquire) > 0;)
-      if (++spins < 4096) cpu_relax();
-      else std::this_thread::yield();
+    spin_until([&] { return remaining_.load(std::memory_order_acquire) == 0; });
   }
 
  private:

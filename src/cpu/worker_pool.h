@@ -7,8 +7,18 @@
 
 #include <chrono>
 #include <cstdint>
+#include <thread>
 
 namespace winconv {
+
+// Spins a while, then yields between checks, so that more waiting threads than cores still
+// progress: how a caller waits for its helpers and a team's workers wait for each other.
+template <typename Done>
+void spin_until(Done done) {
+  for (int spins = 0; !done();)
+    if (spins < 4096) ++spins;
+    else std::this_thread::yield();
+}
 
 class WorkerPool;
 

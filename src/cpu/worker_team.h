@@ -62,7 +62,7 @@ class WorkerTeam {
       pool.reserve(size_t(std::max(threads, 1) - 1));
       for (int t = 1; t < threads; ++t)
         pool.emplace_back([&team, &body, t] {
-          team.spin_until([&] { return team.size() > 0; });
+          spin_until([&] { return team.size() > 0; });
           body(team, t);
         });
     } catch (...) {  // std::system_error from the thread, or std::bad_alloc for its state
@@ -74,14 +74,6 @@ class WorkerTeam {
 
  private:
   WorkerTeam() = default;
-
-  // Spins a while, then yields between checks, so that more workers than cores still progress.
-  template <typename Done>
-  static void spin_until(Done done) {
-    for (int spins = 0; !done();)
-      if (spins < 4096) ++spins;
-      else std::this_thread::yield();
-  }
 
   std::atomic<int> size_{0}, arrived_{0};
   std::atomic<int64_t> generation_{0};
