@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 namespace winconv {
@@ -18,6 +19,66 @@ namespace {
 typedef float V4 __attribute__((vector_size(16)));
 typedef float V8 __attribute__((vector_size(32)));
 typedef float V16 __attribute__((vector_size(64)));
+
+// r[i] lane j becomes r[j] lane i: a 16 x 16 transpose in registers, in the steps of the x86
+// unpack and shuffle instructions (pairs within 128-bit lanes, 64-bit pairs, then 128-bit lanes
+// twice), written as generic shuffles so that no intrinsic header is needed. Inlined only into
+// functions compiled for AVX-512.
+typedef int I16 __attribute__((vector_size(64)));
+__attribute__((always_inline)) inline void transpose_16x16(V16 (&r)[16]) {
+  constexpr I16 kUnpackLo = {0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29};
+  constexpr I16 kUnpackHi = {2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31};
+  constexpr I16 kPairsLo = {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29};
+  constexpr I16 kPairsHi = {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31};
+  constexpr I16 kLanesEven = {0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27};
+  constexpr I16 kLanesOdd = {4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31};
+  V16 t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = __builtin_shuffle(r[i], r[i + 1], kUnpackLo);
+    t[i + 1] = __builtin_shuffle(r[i], r[i + 1], kUnpackHi);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = __builtin_shuffle(t[i], t[i + 2], kPairsLo);
+    r[i + 1] = __builtin_shuffle(t[i], t[i + 2], kPairsHi);
+    r[i + 2] = __builtin_shuffle(t[i + 1], t[i + 3], kPairsLo);
+    r[i + 3] = __builtin_shuffle(t[i + 1], t[i + 3], kPairsHi);
+  }
+  for (int i = 0; i < 16; i += 8)
+    for (int j = 0; j < 4; ++j) {
+      t[i + j] = __builtin_shuffle(r[i + j], r[i + j + 4], kLanesEven);
+      t[i + j + 4] = __builtin_shuffle(r[i + j], r[i + j + 4], kLanesOdd);
+    }
+  for (int j = 0; j < 8; ++j) {
+    r[j] = __builtin_shuffle(t[j], t[j + 8], kLanesEven);
+    r[j + 8] = __builtin_shuffle(t[j], t[j + 8], kLanesOdd);
+  }
+}
+
+// A register block of 12 columns x 32 filters, lanes[column][filter], into NCHW y: the filter e's
+// 12 columns at y + e * y_k. Each half of 16 filters is transposed in registers (rows past the 12
+// columns zero), then every filter writes its columns as one 8-float and one 4-float store.
+#if defined(__x86_64__)
+__attribute__((target("arch=x86-64-v4"), noinline))
+#endif
+void store_12_columns_nchw(const float* lanes, float* y, int64_t y_k) {
+  for (int half = 0; half < 2; ++half) {
+    V16 t[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) {
+      t[i] = V16{};
+      if (i < 12) std::memcpy(&t[i], lanes + i * 32 + half * 16, sizeof(V16));
+    }
+    transpose_16x16(t);
+    float* ye = y + half * 16 * y_k;
+#pragma GCC unroll 16
+    for (int e = 0; e < 16; ++e, ye += y_k) {
+      const V8 low = __builtin_shufflevector(t[e], t[e], 0, 1, 2, 3, 4, 5, 6, 7);
+      const V4 high = __builtin_shufflevector(t[e], t[e], 8, 9, 10, 11);
+      std::memcpy(ye, &low, sizeof(V8));
+      std::memcpy(ye + 8, &high, sizeof(V4));
+    }
+  }
+}
 
 // KV = 2 filter vectors by QB = 6 columns keep 12 accumulators, 2 filter vectors and a broadcast
 // within the 16 vector registers of SSE and AVX2; AVX-512's 32 hold QB = 12, which halves the
@@ -82,6 +143,17 @@ __attribute__((always_inline)) inline void column_block(const WindowRow& r, int6
   for (int i = 0; i < QB; ++i)
 #pragma GCC unroll 4
     for (int v = 0; v < KV; ++v) std::memcpy(&lanes[i][v * VW], &acc[i][v], sizeof(V));
+  // NCHW (columns contiguous in y), AVX-512, a whole block: transposed in registers, so that each
+  // filter stores its 12 columns as two vector stores. One float at a time (below) cost conv7, 27
+  // multiply-adds per output, more than its reduction. Out of line: inlined here, it changed the
+  // register allocation of the reduction and the deep NCHW layers ran 4-7% slower.
+  if constexpr (std::is_same<V, V16>::value && QB == 12 && KV == 2) {
+    static_assert(KB == 32, "store_12_columns_nchw reads rows of 32 filters");
+    if (r.y_q == 1 && k0 + KB <= r.k1 && q0 + QB <= r.q) {
+      store_12_columns_nchw(&lanes[0][0], r.y + k0 * r.y_k + q0, r.y_k);
+      return;
+    }
+  }
   const int columns = int(std::min<int64_t>(QB, r.q - q0)), filters = int(std::min<int64_t>(KB, r.k1 - k0));
   for (int e = 0; e < filters; ++e)
     for (int i = 0; i < columns; ++i) r.y[(q0 + i) * r.y_q + (k0 + e) * r.y_k] = lanes[i][e];
@@ -155,44 +227,17 @@ void row_gemm(const WindowRow& r) {
 }
 
 // 16 weights of `count` <= 16 filters at src, src + stride, ... (filters past count read as zeros)
-// into 16 lanes of the packed rows rows[0..15] at dst: a 16 x 16 transpose in registers, in the
-// steps of the x86 unpack and shuffle instructions (pairs within 128-bit lanes, 64-bit pairs, then
-// 128-bit lanes twice), written as generic shuffles so that no intrinsic header is needed.
-typedef int I16 __attribute__((vector_size(64)));
+// into 16 lanes of the packed rows rows[0..15] at dst: a 16 x 16 transpose in registers.
 #if defined(__x86_64__)
 __attribute__((target("arch=x86-64-v4")))
 #endif
 void pack_tile_16x16(const float* src, int64_t stride, int count, const int64_t* rows, float* dst) {
-  constexpr I16 kUnpackLo = {0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29};
-  constexpr I16 kUnpackHi = {2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31};
-  constexpr I16 kPairsLo = {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29};
-  constexpr I16 kPairsHi = {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31};
-  constexpr I16 kLanesEven = {0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27};
-  constexpr I16 kLanesOdd = {4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31};
-  V16 r[16], t[16];
+  V16 r[16];
   for (int i = 0; i < 16; ++i) {
     r[i] = V16{};
     if (i < count) std::memcpy(&r[i], src + i * stride, sizeof(V16));
   }
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = __builtin_shuffle(r[i], r[i + 1], kUnpackLo);
-    t[i + 1] = __builtin_shuffle(r[i], r[i + 1], kUnpackHi);
-  }
-  for (int i = 0; i < 16; i += 4) {
-    r[i] = __builtin_shuffle(t[i], t[i + 2], kPairsLo);
-    r[i + 1] = __builtin_shuffle(t[i], t[i + 2], kPairsHi);
-    r[i + 2] = __builtin_shuffle(t[i + 1], t[i + 3], kPairsLo);
-    r[i + 3] = __builtin_shuffle(t[i + 1], t[i + 3], kPairsHi);
-  }
-  for (int i = 0; i < 16; i += 8)
-    for (int j = 0; j < 4; ++j) {
-      t[i + j] = __builtin_shuffle(r[i + j], r[i + j + 4], kLanesEven);
-      t[i + j + 4] = __builtin_shuffle(r[i + j], r[i + j + 4], kLanesOdd);
-    }
-  for (int j = 0; j < 8; ++j) {
-    r[j] = __builtin_shuffle(t[j], t[j + 8], kLanesEven);
-    r[j + 8] = __builtin_shuffle(t[j], t[j + 8], kLanesOdd);
-  }
+  transpose_16x16(r);
   for (int j = 0; j < 16; ++j) std::memcpy(dst + rows[j] * kCpuFilterBlock, &r[j], sizeof(V16));
 }
 
