@@ -75,7 +75,9 @@ Status conv2d_forward(const Conv2dConfig& config, const void* x, const void* w, 
 // ---- CPU path (host pointers, fp32 only; the benchmark's path when no GPU is present).
 
 // im2win on the CPU: the window tensor is built in host memory, then blocked dot products over
-// contiguous window runs. threads = 0 uses every hardware thread. The threads besides the
+// contiguous window runs; where the whole tensor would exceed 16 MiB, each thread instead builds
+// the window rows of the output rows it computes, just before them, in a buffer of its own.
+// threads = 0 uses every hardware thread. The threads besides the
 // caller's come from a pool kept for the process (started at the first call); they wait for the
 // next call spinning, yielding to other work, for 2 ms after each call (WINCONV_CPU_SPIN_US
 // microseconds if set; 0 sleeps at once), then asleep. A call made
@@ -90,9 +92,9 @@ Status conv2d_forward_cpu(const Conv2dConfig& config, const float* x, const floa
 Status conv2d_forward_cpu(const Conv2dConfig& config, const float* x, const float* w, float* y, void* workspace,
                           size_t workspace_bytes, int threads = 0);
 // Host bytes conv2d_forward_cpu allocates (or needs as its workspace) beyond x, w and y with this
-// many threads (0: every hardware thread): the window tensor and, from the next 64-byte boundary,
-// the packed filter (whole, or a block per thread: which one depends on the problem and on the L2
-// size this CPU reports).
+// many threads (0: every hardware thread): the window tensor (or one buffer of window rows per
+// thread) and, from the next 64-byte boundary, the packed filter (whole, or a block per thread:
+// which one depends on the problem and on the L2 size this CPU reports).
 Status conv2d_forward_cpu_extra_bytes(const Conv2dConfig& config, size_t* bytes, int threads = 0);
 
 // The oracle: direct convolution with double accumulation and a double output.

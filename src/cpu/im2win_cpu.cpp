@@ -55,20 +55,38 @@ int team_size(const Conv2dConfig& config, int threads) {
 // is packed first.
 int64_t packed_filter_held(const Conv2dConfig& config, int threads, CpuTaskOrder order) {
   const Conv2dProblem& pb = config.problem;
-  if (order == CpuTaskOrder::kAuto) order = cpu_task_order(pb, cpu_filter_cache_budget());
-  if (order == CpuTaskOrder::kRowsOuter) return packed_filter_elements(pb);
+  if (order != CpuTaskOrder::kFilterBlocksOuter) return packed_filter_elements(pb);
   return std::min<int64_t>(team_size(config, threads), gemm_tasks(pb, threads)) * packed_block_elements(pb);
 }
 
-// The workspace of a call: the window tensor, then the packed filter from the next 64-byte
-// boundary (whole cache lines for its vector loads).
+size_t round_up_to_alignment(size_t bytes) {
+  return (bytes + kCpuWorkspaceAlignment - 1) / kCpuWorkspaceAlignment * kCpuWorkspaceAlignment;
+}
+
+// kRowsOuterWorkerWindows: the window rows of one GEMM row (the largest group of output rows, all
+// channels), a whole number of 64-byte lines, for each worker with GEMM tasks.
+size_t worker_window_bytes(const Conv2dConfig& config, int threads) {
+  const Conv2dProblem& pb = config.problem;
+  const int64_t groups = cpu_row_groups(pb, threads), most_rows = (pb.p() + groups - 1) / groups;
+  return round_up_to_alignment(sizeof(float) * size_t(most_rows * pb.c * (pb.w + 2 * pb.pad_w) * pb.r));
+}
+int64_t worker_windows(const Conv2dConfig& config, int threads) {
+  return std::min<int64_t>(team_size(config, threads), gemm_tasks(config.problem, threads));
+}
+
+// The workspace of a call: the window tensor (or the workers' windows), then the packed filter
+// from the next 64-byte boundary (whole cache lines for its vector loads).
 struct CpuWorkspace {
+  CpuTaskOrder order;  // resolved
   size_t packed_offset, bytes;
 };
 CpuWorkspace cpu_workspace(const Conv2dConfig& config, int threads, CpuTaskOrder order) {
-  const size_t window = sizeof(float) * size_t(im2win_window_elements(config.problem));
-  const size_t offset = (window + kCpuWorkspaceAlignment - 1) / kCpuWorkspaceAlignment * kCpuWorkspaceAlignment;
-  return {offset, offset + sizeof(float) * size_t(packed_filter_held(config, threads, order))};
+  if (order == CpuTaskOrder::kAuto) order = cpu_task_order(config.problem, cpu_filter_cache_budget());
+  const size_t window = order == CpuTaskOrder::kRowsOuterWorkerWindows
+                            ? worker_window_bytes(config, threads) * size_t(worker_windows(config, threads))
+                            : sizeof(float) * size_t(im2win_window_elements(config.problem));
+  const size_t offset = round_up_to_alignment(window);
+  return {order, offset, offset + sizeof(float) * size_t(packed_filter_held(config, threads, order))};
 }
 
 // Checks a call's arguments other than the workspace.
@@ -85,8 +103,9 @@ Status check_forward_arguments(const Conv2dConfig& config, const float* x, const
   return Status::Ok();
 }
 
-// The forward with its arguments checked, threads resolved and the workspace in hand: the window
-// tensor at `window`, the packed filter at `packed` (cpu_workspace's layout).
+// The forward with its arguments checked, threads resolved and the workspace in hand (cpu_workspace's
+// layout): the window tensor, or with kRowsOuterWorkerWindows the workers' windows, at `window`,
+// the packed filter at `packed`; order resolved (not kAuto).
 void forward_cpu(const Conv2dConfig& config, const float* x, const float* w, float* y, float* window, float* packed,
                  int threads, CpuVectorIsa isa, CpuTaskOrder order);
 
@@ -114,8 +133,12 @@ int64_t cpu_row_groups(const Conv2dProblem& pb, int threads) {
 }
 
 CpuTaskOrder cpu_task_order(const Conv2dProblem& pb, int64_t filter_budget_bytes) {
-  if (int64_t(sizeof(float)) * packed_filter_elements(pb) <= filter_budget_bytes) return CpuTaskOrder::kRowsOuter;
-  return pb.w + 2 * pb.pad_w < kCpuFilterBlock * pb.s ? CpuTaskOrder::kFilterBlocksOuter : CpuTaskOrder::kRowsOuter;
+  const bool rows_outer = int64_t(sizeof(float)) * packed_filter_elements(pb) <= filter_budget_bytes ||
+                          pb.w + 2 * pb.pad_w >= kCpuFilterBlock * pb.s;
+  if (!rows_outer) return CpuTaskOrder::kFilterBlocksOuter;
+  return int64_t(sizeof(float)) * im2win_window_elements(pb) > kCpuWorkerWindowsAboveBytes
+             ? CpuTaskOrder::kRowsOuterWorkerWindows
+             : CpuTaskOrder::kRowsOuter;
 }
 
 int64_t im2win_window_elements(const Conv2dProblem& pb) {
@@ -127,7 +150,16 @@ int64_t im2win_transform_rows(const Conv2dConfig& config) {
   return config.layout == Layout::kNCHW ? pb.n * pb.c * pb.p() : pb.n * pb.p();
 }
 
+int64_t im2win_row_elements(const Conv2dConfig& config) {
+  const Conv2dProblem& pb = config.problem;
+  return (pb.w + 2 * pb.pad_w) * pb.r * (config.layout == Layout::kNCHW ? 1 : pb.c);
+}
+
 void im2win_transform_row_cpu(const Conv2dConfig& config, const float* x, float* window, int64_t row) {
+  im2win_transform_row_to_cpu(config, x, row, window + row * im2win_row_elements(config));
+}
+
+void im2win_transform_row_to_cpu(const Conv2dConfig& config, const float* x, int64_t row, float* dst_row) {
   const Conv2dProblem& pb = config.problem;
   const int64_t H = pb.h, W = pb.w, P = pb.p(), Wp = W + 2 * pb.pad_w, R = pb.r, C = pb.c;
   const int64_t p = row % P;
@@ -141,7 +173,7 @@ void im2win_transform_row_cpu(const Conv2dConfig& config, const float* x, float*
     // interleaved element by element.
     // Written in order: the padding columns as zeros, then per column of x its R rows (a row of
     // the padding reads as zeros).
-    float* dst = window + row * Wp * R;
+    float* dst = dst_row;
     const int64_t plane = row / P;  // n*C + c
     const int64_t left = pb.pad_w * R;
     std::fill(dst, dst + left, 0.f);
@@ -159,7 +191,6 @@ void im2win_transform_row_cpu(const Conv2dConfig& config, const float* x, float*
   } else {
     // row = n*P + p: I_hat[n, p, wp, u, :] = X'[n, p*s_h + u, wp, :], a run of C channels each.
     const int64_t n = row / P, step = R * C;
-    float* dst_row = window + row * Wp * step;
     if (C > kInlineChannels) {
       // Wide pixels in window order, so that whole lines are written in sequence (conv4c32's
       // window rows are 200 KB; a pass per u over them was 5% slower).
@@ -221,8 +252,7 @@ Status conv2d_forward_cpu(const Conv2dConfig& config, const float* x, const floa
   st = conv2d_check_pointer("workspace", workspace, kCpuWorkspaceAlignment);
   if (!st.ok()) return st;
   float* const base = static_cast<float*>(workspace);
-  forward_cpu(config, x, w, y, base, base + ws.packed_offset / sizeof(float), threads, widest_cpu_isa(),
-              CpuTaskOrder::kAuto);
+  forward_cpu(config, x, w, y, base, base + ws.packed_offset / sizeof(float), threads, widest_cpu_isa(), ws.order);
   return Status::Ok();
 }
 
@@ -238,7 +268,7 @@ Status conv2d_forward_cpu_isa(const Conv2dConfig& config, const float* x, const 
     return Status(StatusCode::kOutOfMemory, "cannot allocate " + std::to_string(ws.bytes) +
                                                 " bytes of host memory for the window tensor and the packed filter");
   forward_cpu(config, x, w, y, workspace.get(), workspace.get() + ws.packed_offset / sizeof(float), threads, isa,
-              order);
+              ws.order);
   return Status::Ok();
 }
 
@@ -249,15 +279,35 @@ void forward_cpu(const Conv2dConfig& config, const float* x, const float* w, flo
   const Conv2dProblem& pb = config.problem;
   const int64_t P = pb.p(), Q = pb.q(), Wp = pb.w + 2 * pb.pad_w;
   const int64_t R = pb.r, S = pb.s, C = pb.c, K = pb.k;
-  if (order == CpuTaskOrder::kAuto) order = cpu_task_order(pb, cpu_filter_cache_budget());
   const int64_t G = cpu_row_groups(pb, threads), rows = pb.n * G;  // GEMM rows: groups of output rows
   const int64_t blocks = packed_filter_k(pb) / kCpuFilterBlock, block_elements = packed_block_elements(pb);
   const bool blocks_outer = order == CpuTaskOrder::kFilterBlocksOuter;
+  const bool own_windows = order == CpuTaskOrder::kRowsOuterWorkerWindows;
   const bool nchw = config.layout == Layout::kNCHW;
+  // Output rows [p, p_end) of image n, split evenly over the image's G groups.
+  auto output_rows = [&](int64_t row_index, int64_t* n, int64_t* p, int64_t* p_end) {
+    const int64_t group = row_index % G;
+    *n = row_index / G, *p = group * P / G, *p_end = (group + 1) * P / G;
+  };
+  // kRowsOuterWorkerWindows: the window rows of one GEMM row into `own`, laid out as the GEMM reads
+  // them (NCHW: per channel the group's rows, so channels lie (p_end - p) rows apart).
+  auto build_own_window = [&](int64_t row_index, float* own) {
+    int64_t n, p, p_end;
+    output_rows(row_index, &n, &p, &p_end);
+    const int64_t per_row = im2win_row_elements(config);
+    if (nchw) {
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t pp = p; pp < p_end; ++pp)
+          im2win_transform_row_to_cpu(config, x, (n * C + c) * P + pp, own + (c * (p_end - p) + pp - p) * per_row);
+    } else {
+      for (int64_t pp = p; pp < p_end; ++pp) im2win_transform_row_to_cpu(config, x, n * P + pp, own + (pp - p) * per_row);
+    }
+  };
 
-  auto run_task = [&](int64_t kb, int64_t row_index, const float* block) {
-    // Output rows [p, p_end) of image n, split evenly over the image's G groups.
-    const int64_t n = row_index / G, group = row_index % G, p = group * P / G, p_end = (group + 1) * P / G;
+  // own: the worker's window of this GEMM row (kRowsOuterWorkerWindows), else null (the tensor).
+  auto run_task = [&](int64_t kb, int64_t row_index, const float* block, const float* own) {
+    int64_t n, p, p_end;
+    output_rows(row_index, &n, &p, &p_end);
     WindowRow row;
     row.b = block;
     row.q = (p_end - p) * Q;
@@ -266,10 +316,10 @@ void forward_cpu(const Conv2dConfig& config, const float* x, const float* w, flo
     row.k1 = std::min(K, row.k0 + kCpuFilterBlock);
     if (nchw) {
       // Per channel, the window of (p, q) is S*R contiguous elements at q*s_w*R.
-      row.a = window + (n * C * P + p) * Wp * R;
+      row.a = own ? own : window + (n * C * P + p) * Wp * R;
       row.q_stride = pb.stride_w * R;
       row.row_stride = Wp * R;
-      row.g_stride = P * Wp * R;
+      row.g_stride = (own ? p_end - p : P) * Wp * R;
       row.groups = C;
       row.len = S * R;
       row.y = y + (n * K * P + p) * Q;
@@ -277,7 +327,7 @@ void forward_cpu(const Conv2dConfig& config, const float* x, const float* w, flo
       row.y_k = P * Q;
     } else {
       // NHWC: the whole window is one run of S*R*C elements at q*s_w*R*C.
-      row.a = window + (n * P + p) * Wp * R * C;
+      row.a = own ? own : window + (n * P + p) * Wp * R * C;
       row.q_stride = pb.stride_w * R * C;
       row.row_stride = Wp * R * C;
       row.g_stride = 0;
@@ -292,9 +342,12 @@ void forward_cpu(const Conv2dConfig& config, const float* x, const float* w, flo
   const int64_t tasks = gemm_tasks(pb, threads);
   WorkerTeam::run(team_size(config, threads), [&](WorkerTeam& team, int worker) {
     int64_t begin, end;
-    // Phase 1: the transform, and with rows outermost the whole filter's pack.
-    team.range(im2win_transform_rows(config), worker, &begin, &end);
-    for (int64_t row = begin; row < end; ++row) im2win_transform_row_cpu(config, x, window, row);
+    // Phase 1: the transform (none with the workers' own windows), and with rows outermost the
+    // whole filter's pack.
+    if (!own_windows) {
+      team.range(im2win_transform_rows(config), worker, &begin, &end);
+      for (int64_t row = begin; row < end; ++row) im2win_transform_row_cpu(config, x, window, row);
+    }
     if (!blocks_outer) {
       team.range(blocks, worker, &begin, &end);
       for (int64_t kb = begin; kb < end; ++kb) pack_filter_block_cpu(config, w, packed + kb * block_elements, kb, isa);
@@ -308,12 +361,15 @@ void forward_cpu(const Conv2dConfig& config, const float* x, const float* w, flo
       for (int64_t task = begin, packed_kb = -1; task < end; ++task) {
         const int64_t kb = task / rows;
         if (kb != packed_kb) pack_filter_block_cpu(config, w, block, packed_kb = kb, isa);
-        run_task(kb, task % rows, block);
+        run_task(kb, task % rows, block, nullptr);
       }
     } else {
-      for (int64_t task = begin; task < end; ++task) {
-        const int64_t kb = task % blocks;
-        run_task(kb, task / blocks, packed + kb * block_elements);
+      // With its own window, a worker builds a GEMM row's window when its range enters the row.
+      float* own = own_windows ? window + worker * (worker_window_bytes(config, threads) / sizeof(float)) : nullptr;
+      for (int64_t task = begin, built = -1; task < end; ++task) {
+        const int64_t kb = task % blocks, row_index = task / blocks;
+        if (own && row_index != built) build_own_window(built = row_index, own);
+        run_task(kb, row_index, packed + kb * block_elements, own);
       }
     }
   });

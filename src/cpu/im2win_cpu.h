@@ -19,6 +19,10 @@ void im2win_transform_cpu(const Conv2dConfig& config, const float* x, float* win
 // The transform in rows that can run in parallel: (n, c, p) for NCHW, (n, p) for NHWC.
 int64_t im2win_transform_rows(const Conv2dConfig& config);
 void im2win_transform_row_cpu(const Conv2dConfig& config, const float* x, float* window, int64_t row);
+// One such row written at dst instead of its place in the whole tensor; it holds
+// im2win_row_elements floats (W'*R for NCHW, W'*R*C for NHWC).
+int64_t im2win_row_elements(const Conv2dConfig& config);
+void im2win_transform_row_to_cpu(const Conv2dConfig& config, const float* x, int64_t row, float* dst);
 
 // The row GEMM's tasks are (filter block, output row) pairs, and a thread runs a contiguous range
 // of them, so the outer of the two decides what each thread re-reads:
@@ -32,7 +36,15 @@ void im2win_transform_row_cpu(const Conv2dConfig& config, const float* x, float*
 // blocks for conv6 and conv12 (4.7-9.4 MB of filter), -18% at conv6; rows for conv4 and conv8
 // (10-45 MB of window), -5 to -10%, and for conv1, 2, 9 and 10 (filters of 0.14-0.6 MB),
 // -4 to -25% on two threads.
-enum class CpuTaskOrder { kAuto, kFilterBlocksOuter, kRowsOuter };
+// kRowsOuterWorkerWindows is rows outermost without the window tensor: each worker builds the
+// window rows of its task's output rows in a buffer of its own just before their GEMM, so the
+// window never goes to memory and the extra memory is one buffer per worker. kAuto takes it
+// where it would take rows outermost and the whole window tensor would exceed
+// kCpuWorkerWindowsAboveBytes: conv4's 45 MB window was written and read back through memory
+// (docs/perf-notes.md, CPU path, twelfth version); on the stems, whose windows are 1-2 MB, the
+// whole tensor first was faster.
+enum class CpuTaskOrder { kAuto, kFilterBlocksOuter, kRowsOuter, kRowsOuterWorkerWindows };
+constexpr int64_t kCpuWorkerWindowsAboveBytes = int64_t(16) << 20;
 CpuTaskOrder cpu_task_order(const Conv2dProblem& pb, int64_t filter_budget_bytes);
 // The budget kAuto uses: half the L2 cache this CPU reports, 1 MiB where it reports none.
 int64_t cpu_filter_cache_budget();

@@ -213,14 +213,18 @@ TEST(Conv2dCpu, EveryRowWidthMatchesTheReference) {
     }
 }
 
-// Both task orders (filter blocks or rows outermost) with several filter blocks, every instruction
-// set, on 1, 2 and 5 threads (with blocks outermost a thread packs each block its tasks meet, so a
-// block split between two threads is packed by both).
+constexpr CpuTaskOrder kEveryTaskOrder[] = {CpuTaskOrder::kFilterBlocksOuter, CpuTaskOrder::kRowsOuter,
+                                            CpuTaskOrder::kRowsOuterWorkerWindows};
+
+// Every task order (filter blocks or rows outermost, the latter also with the workers' own
+// windows) with several filter blocks, every instruction set, on 1, 2 and 5 threads (with blocks
+// outermost a thread packs each block its tasks meet, so a block split between two threads is
+// packed by both; with own windows both build the row's window).
 TEST(Conv2dCpu, BothTaskOrdersMatchTheReference) {
   std::mt19937_64 rng(11);
   for (Layout layout : {Layout::kNCHW, Layout::kNHWC})
     for (int64_t width : {20, 70})
-      for (CpuTaskOrder order : {CpuTaskOrder::kFilterBlocksOuter, CpuTaskOrder::kRowsOuter}) {
+      for (CpuTaskOrder order : kEveryTaskOrder) {
         Conv2dConfig cfg;
         cfg.layout = layout;
         Conv2dProblem& pb = cfg.problem;
@@ -231,12 +235,13 @@ TEST(Conv2dCpu, BothTaskOrdersMatchTheReference) {
 
 // Rows of fewer than kCpuGroupedRowColumns columns run in groups of consecutive rows, a group's
 // pixels taken as one row (register blocks then span row ends). Q = 1 to 9 (7 to 9 around the
-// limit), P up to 9, stride 1 and 2, padding, both layouts and task orders, 1, 2 and 3 threads.
+// limit), P up to 9, stride 1 and 2, padding, both layouts, every task order (with own windows a
+// worker's window holds a group's rows: groups of unequal row counts), 1, 2 and 3 threads.
 TEST(Conv2dCpu, GroupedRowsMatchTheReference) {
   std::mt19937_64 rng(19);
   for (Layout layout : {Layout::kNCHW, Layout::kNHWC})
     for (int64_t q = 1; q <= 9; ++q)
-      for (CpuTaskOrder order : {CpuTaskOrder::kFilterBlocksOuter, CpuTaskOrder::kRowsOuter}) {
+      for (CpuTaskOrder order : kEveryTaskOrder) {
         Conv2dConfig cfg;
         cfg.layout = layout;
         Conv2dProblem& pb = cfg.problem;
@@ -280,6 +285,40 @@ TEST(Conv2dCpu, TaskOrderRule) {
   pb.w = 93;
   EXPECT_EQ(cpu_task_order(pb, filter_bytes - 1), CpuTaskOrder::kFilterBlocksOuter);
   EXPECT_GT(cpu_filter_cache_budget(), 0);
+}
+
+// Rows outermost takes the workers' own windows exactly where the whole window tensor would be
+// larger than kCpuWorkerWindowsAboveBytes; filter blocks outermost keeps the tensor at any size.
+TEST(Conv2dCpu, WorkerWindowsRule) {
+  Conv2dProblem pb;
+  pb.n = 1; pb.c = 1; pb.k = 1; pb.r = 4; pb.s = 1; pb.w = 1 << 10;
+  const int64_t row_bytes = 4 * pb.w * pb.r;  // the window of one output row of the one channel
+  pb.h = kCpuWorkerWindowsAboveBytes / row_bytes + pb.r - 1;  // P rows: exactly the limit
+  ASSERT_EQ(4 * im2win_window_elements(pb), kCpuWorkerWindowsAboveBytes);
+  EXPECT_EQ(cpu_task_order(pb, int64_t(1) << 20), CpuTaskOrder::kRowsOuter);
+  pb.h += 1;
+  EXPECT_EQ(cpu_task_order(pb, int64_t(1) << 20), CpuTaskOrder::kRowsOuterWorkerWindows);
+  pb.w = 31;  // W' < 32 S and a filter over the budget: blocks outermost
+  pb.h = kCpuWorkerWindowsAboveBytes;
+  EXPECT_GT(4 * im2win_window_elements(pb), kCpuWorkerWindowsAboveBytes);
+  EXPECT_EQ(cpu_task_order(pb, 0), CpuTaskOrder::kFilterBlocksOuter);
+}
+
+// The forward's own order past the window limit (19 MB of window, 0.3 MB extra in its place),
+// both layouts, every instruction set, 1 and 2 threads, against the reference.
+TEST(Conv2dCpu, AutoOrderPastTheWindowLimit) {
+  std::mt19937_64 rng(23);
+  for (Layout layout : {Layout::kNCHW, Layout::kNHWC}) {
+    Conv2dConfig cfg;
+    cfg.layout = layout;
+    Conv2dProblem& pb = cfg.problem;
+    pb.n = 1; pb.c = 2; pb.h = 1100; pb.w = 1100; pb.k = 3; pb.r = 2; pb.s = 1; pb.pad_w = 1;
+    ASSERT_EQ(cpu_task_order(pb, cpu_filter_cache_budget()), CpuTaskOrder::kRowsOuterWorkerWindows);
+    size_t bytes = 0;
+    ASSERT_TRUE(conv2d_forward_cpu_extra_bytes(cfg, &bytes, 2).ok());
+    EXPECT_LT(bytes, size_t(4 * im2win_window_elements(pb)) / 16);
+    expect_every_isa_matches(cfg, rng, {1, 2});
+  }
 }
 
 // The forward's own order (kAuto) on both sides of this CPU's budget: K = 96 (three blocks of
@@ -446,6 +485,10 @@ TEST(Conv2dCpu, CallerWorkspaceGivesTheAllocatingCallsBits) {
   deep.problem.n = 1; deep.problem.c = 512; deep.problem.h = 7; deep.problem.w = 7;
   deep.problem.k = 512; deep.problem.r = 3; deep.problem.s = 3; deep.problem.pad_h = 1; deep.problem.pad_w = 1;
   configs.push_back(deep);
+  Conv2dConfig wide;  // past the window limit: the workers' own windows in the caller's workspace
+  wide.problem.n = 1; wide.problem.c = 2; wide.problem.h = 1100; wide.problem.w = 1100;
+  wide.problem.k = 3; wide.problem.r = 2; wide.problem.s = 1;
+  configs.push_back(wide);
   for (int threads : {1, 2, 3}) {
     size_t most = 0;
     for (const Conv2dConfig& cfg : configs) {
@@ -522,6 +565,14 @@ TEST(Conv2dCpu, ExtraBytesCountWindowAndFilter) {
   for (int threads : {1, 3}) {
     ASSERT_TRUE(conv2d_forward_cpu_extra_bytes_order(cfg, &bytes, threads, CpuTaskOrder::kRowsOuter).ok());
     EXPECT_EQ(bytes, 4u * (window + 2 * block)) << threads;
+  }
+  // With the workers' own windows: instead of the window tensor, one window of a GEMM row (one
+  // output row here, Q = 9: C*W'*R = 99 floats, 396 bytes, 448 in whole 64-byte lines) per worker
+  // with tasks (32 tasks: 2 blocks x 2 images x 8 rows).
+  for (int threads : {1, 3, 40}) {
+    ASSERT_TRUE(
+        conv2d_forward_cpu_extra_bytes_order(cfg, &bytes, threads, CpuTaskOrder::kRowsOuterWorkerWindows).ok());
+    EXPECT_EQ(bytes, 448u * size_t(std::min(threads, 32)) + 4u * 2 * block) << threads;
   }
   // The public count is that of the order the forward takes.
   for (int64_t width : {9, 95}) {
