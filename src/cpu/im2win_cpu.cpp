@@ -340,6 +340,8 @@ void forward_cpu(const Conv2dConfig& config, const float* x, const float* w, flo
     window_row_gemm(isa, row);
   };
   const int64_t tasks = gemm_tasks(pb, threads);
+  // With own windows, worker i's window starts i windows into `window` (cpu_workspace's layout).
+  const int64_t own_window_floats = own_windows ? int64_t(worker_window_bytes(config, threads) / sizeof(float)) : 0;
   WorkerTeam::run(team_size(config, threads), [&](WorkerTeam& team, int worker) {
     int64_t begin, end;
     // Phase 1: the transform (none with the workers' own windows), and with rows outermost the
@@ -365,7 +367,7 @@ void forward_cpu(const Conv2dConfig& config, const float* x, const float* w, flo
       }
     } else {
       // With its own window, a worker builds a GEMM row's window when its range enters the row.
-      float* own = own_windows ? window + worker * (worker_window_bytes(config, threads) / sizeof(float)) : nullptr;
+      float* own = own_windows ? window + worker * own_window_floats : nullptr;
       for (int64_t task = begin, built = -1; task < end; ++task) {
         const int64_t kb = task % blocks, row_index = task / blocks;
         if (own && row_index != built) build_own_window(built = row_index, own);
