@@ -78,7 +78,9 @@ def _train_floor_bytes(n: int, dtype: str) -> int:
 
 def _floor_lines(env, table, n: int, fwd_flops: int) -> list:
     """The training step against its floor: the larger of bytes over the measured copy bandwidth
-    and FLOPs over the FP32 rate (the kernels accumulate in FP32 on CUDA cores in every dtype)."""
+    and FLOPs over the FP32 rate (the kernels accumulate in FP32 on CUDA cores in every dtype).
+    Also against the sum of its two phases' floors: the backward needs dY, so it cannot start
+    before the forward ends, and each phase is bound by the larger of its own two terms."""
     rate = env.get("fp32_TFLOPS")
     if not rate:
         return ["", f"No FP32 rate recorded ({env.get('fp32_rate_source', 'older results')}): no FLOP floor."]
@@ -86,21 +88,29 @@ def _floor_lines(env, table, n: int, fwd_flops: int) -> list:
     lines = [
         "",
         f"FP32 rate {rate:.1f} TFLOPS ({env.get('fp32_rate_source', '')}). Training step floor = max(bytes / "
-        f"{env['copy_GBps']:.0f} GB/s, {train_flops:.3e} FLOPs / FP32 rate):",
+        f"{env['copy_GBps']:.0f} GB/s, {train_flops:.3e} FLOPs / FP32 rate). Phase floors = max(2N elements, "
+        f"{fwd_flops:.3e} FLOPs) for the forward + max(3N elements, {2 * fwd_flops:.3e} FLOPs) for the "
+        "backward, each term in time as above:",
         "",
-        "| dtype | byte floor ms | FLOP floor ms | floor ms | winconv train ms | winconv / floor |",
-        "|---|---|---|---|---|---|",
+        "| dtype | byte floor ms | FLOP floor ms | floor ms | winconv train ms | winconv / floor | "
+        "phase floors ms | winconv / phase floors |",
+        "|---|---|---|---|---|---|---|---|",
     ]
+    bandwidth = env["copy_GBps"] * 1e9
     flop_ms = train_flops / (rate * 1e12) * 1e3
+    fwd_flop_ms, bwd_flop_ms = flop_ms / 3, flop_ms * 2 / 3
     for dtype in DTYPE_ORDER:
         ours = table.get((dtype, FLOOR_SHAPE), {}).get("winconv")
         if not ours:
             continue
-        byte_ms = _train_floor_bytes(n, dtype) / (env["copy_GBps"] * 1e9) * 1e3
+        byte_ms = _train_floor_bytes(n, dtype) / bandwidth * 1e3
         floor = max(byte_ms, flop_ms)
+        fwd_byte_ms, bwd_byte_ms = byte_ms * 2 / 5, byte_ms * 3 / 5
+        phases = max(fwd_byte_ms, fwd_flop_ms) + max(bwd_byte_ms, bwd_flop_ms)
         train_ms = _num(ours.get("train_ms"))
         lines.append(f"| {dtype} | {_cell(byte_ms)} | {_cell(flop_ms)} | {_cell(floor)} | {_cell(train_ms)} | "
-                     f"{_cell(train_ms / floor if train_ms else None, 2)} |")
+                     f"{_cell(train_ms / floor if train_ms else None, 2)} | {_cell(phases)} | "
+                     f"{_cell(train_ms / phases if train_ms else None, 2)} |")
     return lines
 
 

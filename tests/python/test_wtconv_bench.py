@@ -171,6 +171,10 @@ def test_floor_against_the_fp32_rate():
     text = "\n".join(plot_wtconv._floor_lines(env, table, n, fwd_flops))
     flop_ms = 3 * fwd_flops / 66.9e12 * 1e3  # 2.709 ms, above the byte floor 10.7e9 / 4e12 = 2.684 ms
     assert f"| {flop_ms:.3f} | {flop_ms:.3f} | 5.418 | {5.418 / flop_ms:.2f} |" in text
+    # The phases one after the other: the forward bound by its bytes (2N x 4 B = 1.074 ms against
+    # 0.903 ms of FLOPs), the backward by its FLOPs (1.806 ms against 3N x 4 B = 1.611 ms).
+    phases = 2 * n * 4 / 4000e9 * 1e3 + 2 * fwd_flops / 66.9e12 * 1e3
+    assert f"| 5.418 | {5.418 / flop_ms:.2f} | {phases:.3f} | {5.418 / phases:.2f} |" in text
 
 
 def test_a_timed_winconv_row_passes_only_with_finite_checked_errors():
