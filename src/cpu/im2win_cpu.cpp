@@ -48,6 +48,12 @@ int team_size(const Conv2dConfig& config, int threads) {
   return int(std::max<int64_t>(1, std::min<int64_t>(threads, items)));
 }
 
+// Workers that get GEMM tasks: each holds a buffer of its own in some orders (a packed block with
+// filter blocks outermost, a window with kRowsOuterWorkerWindows).
+int64_t workers_with_tasks(const Conv2dConfig& config, int threads) {
+  return std::min<int64_t>(team_size(config, threads), gemm_tasks(config.problem, threads));
+}
+
 // Floats of packed filter conv2d_forward_cpu holds: with filter blocks outermost, each worker
 // with GEMM tasks packs the blocks of its own tasks into a buffer of one block, which stays in its
 // cache while the block's rows read it (the filter is read once from memory and the packed copy
@@ -56,7 +62,7 @@ int team_size(const Conv2dConfig& config, int threads) {
 int64_t packed_filter_held(const Conv2dConfig& config, int threads, CpuTaskOrder order) {
   const Conv2dProblem& pb = config.problem;
   if (order != CpuTaskOrder::kFilterBlocksOuter) return packed_filter_elements(pb);
-  return std::min<int64_t>(team_size(config, threads), gemm_tasks(pb, threads)) * packed_block_elements(pb);
+  return workers_with_tasks(config, threads) * packed_block_elements(pb);
 }
 
 size_t round_up_to_alignment(size_t bytes) {
@@ -70,9 +76,6 @@ size_t worker_window_bytes(const Conv2dConfig& config, int threads) {
   const int64_t groups = cpu_row_groups(pb, threads), most_rows = (pb.p() + groups - 1) / groups;
   return round_up_to_alignment(sizeof(float) * size_t(most_rows * pb.c * (pb.w + 2 * pb.pad_w) * pb.r));
 }
-int64_t worker_windows(const Conv2dConfig& config, int threads) {
-  return std::min<int64_t>(team_size(config, threads), gemm_tasks(config.problem, threads));
-}
 
 // The workspace of a call: the window tensor (or the workers' windows), then the packed filter
 // from the next 64-byte boundary (whole cache lines for its vector loads).
@@ -83,7 +86,7 @@ struct CpuWorkspace {
 CpuWorkspace cpu_workspace(const Conv2dConfig& config, int threads, CpuTaskOrder order) {
   if (order == CpuTaskOrder::kAuto) order = cpu_task_order(config.problem, cpu_filter_cache_budget());
   const size_t window = order == CpuTaskOrder::kRowsOuterWorkerWindows
-                            ? worker_window_bytes(config, threads) * size_t(worker_windows(config, threads))
+                            ? worker_window_bytes(config, threads) * size_t(workers_with_tasks(config, threads))
                             : sizeof(float) * size_t(im2win_window_elements(config.problem));
   const size_t offset = round_up_to_alignment(window);
   return {order, offset, offset + sizeof(float) * size_t(packed_filter_held(config, threads, order))};
