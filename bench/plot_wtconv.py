@@ -71,6 +71,11 @@ def _rounds_note(env) -> str:
             " implementations in turn)")
 
 
+def _fwd_floor_bytes(n: int, dtype: str) -> int:
+    """A forward's compulsory bytes: x and y, 2N elements."""
+    return 2 * n * ELEMENT_BYTES[dtype]
+
+
 def _train_floor_bytes(n: int, dtype: str) -> int:
     """A training step's compulsory bytes: x and y (forward), x, dY and dx (backward): 5N elements."""
     return 5 * n * ELEMENT_BYTES[dtype]
@@ -98,14 +103,16 @@ def _floor_lines(env, table, n: int, fwd_flops: int) -> list:
     ]
     bandwidth = env["copy_GBps"] * 1e9
     flop_ms = train_flops / (rate * 1e12) * 1e3
-    fwd_flop_ms, bwd_flop_ms = flop_ms / 3, flop_ms * 2 / 3
+    fwd_flop_ms = fwd_flops / (rate * 1e12) * 1e3
+    bwd_flop_ms = flop_ms - fwd_flop_ms
     for dtype in DTYPE_ORDER:
         ours = table.get((dtype, FLOOR_SHAPE), {}).get("winconv")
         if not ours:
             continue
         byte_ms = _train_floor_bytes(n, dtype) / bandwidth * 1e3
         floor = max(byte_ms, flop_ms)
-        fwd_byte_ms, bwd_byte_ms = byte_ms * 2 / 5, byte_ms * 3 / 5
+        fwd_byte_ms = _fwd_floor_bytes(n, dtype) / bandwidth * 1e3
+        bwd_byte_ms = byte_ms - fwd_byte_ms
         phases = max(fwd_byte_ms, fwd_flop_ms) + max(bwd_byte_ms, bwd_flop_ms)
         train_ms = _num(ours.get("train_ms"))
         lines.append(f"| {dtype} | {_cell(byte_ms)} | {_cell(flop_ms)} | {_cell(floor)} | {_cell(train_ms)} | "
@@ -195,8 +202,7 @@ def summary_markdown(rows, env, table) -> str:
             ours = table.get((dtype, FLOOR_SHAPE), {}).get("winconv")
             if not ours:
                 continue
-            size = ELEMENT_BYTES[dtype]
-            fwd_floor, train_floor = 2 * n * size, _train_floor_bytes(n, dtype)
+            fwd_floor, train_floor = _fwd_floor_bytes(n, dtype), _train_floor_bytes(n, dtype)
             fwd_ms, train_ms = _num(ours.get("fwd_ms")), _num(ours.get("train_ms"))
             lines.append(
                 f"| {dtype} | {fwd_floor:,} | {_cell(fwd_floor / bandwidth * 1e3)} | {_cell(fwd_ms)} | "

@@ -624,7 +624,7 @@ MUTANTS = [
      'desc': 'phase floors taken as the whole step\'s floor (phases overlapping)'},
     {'id': 'M33',
      'file': 'bench/plot_wtconv.py',
-     'old': 'fwd_byte_ms, bwd_byte_ms = byte_ms * 2 / 5, byte_ms * 3 / 5',
-     'new': 'fwd_byte_ms, bwd_byte_ms = byte_ms * 3 / 5, byte_ms * 2 / 5',
-     'desc': 'forward and backward byte floors swapped (3N forward, 2N backward)'},
+     'old': 'fwd_byte_ms = _fwd_floor_bytes(n, dtype) / bandwidth * 1e3',
+     'new': 'fwd_byte_ms = (_train_floor_bytes(n, dtype) - _fwd_floor_bytes(n, dtype)) / bandwidth * 1e3',
+     'desc': "forward's phase floor counts the backward's 3N elements"},
 ]
