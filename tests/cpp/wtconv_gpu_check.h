@@ -18,6 +18,7 @@
 
 #include "cpu/wtconv_reference.h"
 #include "gpu_test_util.h"
+#include "rounding_check.h"
 #include "winconv/wtconv.h"
 
 namespace winconv::testing {
@@ -78,33 +79,20 @@ inline double rel_l2(const std::vector<double>& got, const std::vector<double>& 
   return norm > 0 ? err / norm : (err == 0 ? 0 : INFINITY);  // a zero reference wants zeros
 }
 
-// Unit roundoff of a 16-bit precision (round to nearest).
-inline double unit_roundoff(Precision p) { return p == Precision::kFP16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8); }
-
 // Every element of a 16-bit output within kRoundings roundings of the size of its terms (`mag`,
-// from the oracle on magnitudes): the 16-bit inputs are exact, and each rounding on the way (a
-// 16-bit chain or staged coefficient, the output itself) is at most u * mag, with L + 3 of them at
-// most (the fp32 sums add ~1e-6 of mag). The relative L2 bound of 1e-2 alone lets one element of
-// 1e4 be wholly wrong. Reports the worst element (NaN: infinity).
+// from the oracle on magnitudes; rounding_check.h): the 16-bit inputs are exact, and each rounding
+// on the way (a 16-bit chain or staged coefficient, the output itself) is at most u * mag plus,
+// below the normal range, half the smallest subnormal, with L + 3 of them at most (the fp32 sums
+// add ~1e-6 of mag). The relative L2 bound of 1e-2 alone lets one element of 1e4 be wholly wrong.
+// Reports the worst element (NaN: infinity).
 inline constexpr double kRoundings = 16;
 inline void expect_within_roundings(const std::vector<double>& got, const std::vector<double>& ref,
                              const std::vector<double>& mag, Precision p, const char* name) {
   ASSERT_EQ(got.size(), ref.size()) << name;
   ASSERT_EQ(mag.size(), ref.size()) << name;
-  const double u = unit_roundoff(p);
-  double worst = 0;
-  size_t at = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double err = std::fabs(got[i] - ref[i]);
-    const double r = err == 0 ? 0 : std::isfinite(err) && mag[i] > 0 ? err / (u * mag[i]) : INFINITY;
-    if (r > worst) {
-      worst = r;
-      at = i;
-      if (std::isinf(r)) break;
-    }
-  }
-  EXPECT_LE(worst, kRoundings) << name << "[" << at << "]: " << got[at] << " against " << ref[at]
-                               << ", terms of size " << mag[at] << " (error in units of u * size)";
+  const WorstRounding w = worst_rounding(got, ref, mag, p);
+  EXPECT_LE(w.roundings, kRoundings) << name << "[" << w.at << "]: " << got[w.at] << " against " << ref[w.at]
+                                     << ", terms of size " << mag[w.at] << " (error in roundings of that size)";
 }
 
 // A parameter set is one list: w0, s0, b0, then each level's weight and scale. bind_set fills
