@@ -16,7 +16,7 @@ inline double unit_roundoff(Precision p) { return p == Precision::kFP16 ? std::l
 
 // Half the smallest subnormal of a 16-bit precision: the absolute part of one rounding. Below the
 // normal range the spacing is fixed (2^-24 in fp16, 2^-133 in bf16), so a value of size 3e-7 in
-// fp16 rounds by up to 3e-8, a hundred times u times its size.
+// fp16 rounds by up to 3e-8, about 200 times u times its size.
 inline double underflow_roundoff(Precision p) { return p == Precision::kFP16 ? std::ldexp(1.0, -25) : std::ldexp(1.0, -134); }
 
 struct WorstRounding {
