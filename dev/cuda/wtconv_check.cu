@@ -4,7 +4,8 @@
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -DWINCONV_HAVE_CUDA=1 -Iinclude -Isrc \
 //     dev/cuda/wtconv_check.cu src/cuda/wtconv/*.cu src/cuda/common/*.cu src/capi/wtconv_api.cpp \
 //     src/cpu/wtconv_reference.cpp src/common/status.cpp src/common/names.cpp -o wtconv_check
-//   ./wtconv_check check | bench [shapes.csv [dtypes, e.g. fp32,fp16]]
+//   ./wtconv_check check | bench [shapes.csv [dtypes, e.g. fp32,fp16]]   (shapes: bench/wtconv_shapes*.csv
+//   format, the stride column optional)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -356,14 +357,14 @@ static float median(std::vector<float> v) { std::sort(v.begin(), v.end()); retur
 static int run_bench(const char* csv, const std::string& dtypes) {
   FILE* f = std::fopen(csv, "r");
   if (!f) { std::printf("cannot open %s\n", csv); return 1; }
-  struct Shape { std::string name; int64_t B, C, H, W, k, L; };
+  struct Shape { std::string name; int64_t B, C, H, W, k, L, s; };
   std::vector<Shape> shapes;
   char line[512];
   while (std::fgets(line, sizeof line, f)) {
     if (line[0] == '#' || std::strncmp(line, "name", 4) == 0) continue;
-    char name[128]; long long B, C, H, W, k, L;
-    if (std::sscanf(line, "%127[^,],%lld,%lld,%lld,%lld,%lld,%lld", name, &B, &C, &H, &W, &k, &L) == 7)
-      shapes.push_back({name, B, C, H, W, k, L});
+    char name[128]; long long B, C, H, W, k, L, st = 1;  // the stride column is optional
+    if (std::sscanf(line, "%127[^,],%lld,%lld,%lld,%lld,%lld,%lld,%lld", name, &B, &C, &H, &W, &k, &L, &st) >= 7)
+      shapes.push_back({name, B, C, H, W, k, L, st});
   }
   std::fclose(f);
   cudaEvent_t e0, e1;
@@ -372,7 +373,7 @@ static int run_bench(const char* csv, const std::string& dtypes) {
   for (Precision prec : {Precision::kFP32, Precision::kFP16, Precision::kBF16})
     for (const Shape& s : shapes) {
       if (dtypes.find(pname(prec)) == std::string::npos) continue;
-      Case cs{s.B, s.C, s.H, s.W, s.k, s.L, 1, prec, true};
+      Case cs{s.B, s.C, s.H, s.W, s.k, s.L, s.s, prec, true};
       Buffers* b = make_buffers(cs, 7, true);
       for (int i = 0; i < 3; ++i) { run_fwd(b, 0); run_bwd(b, 0); }
       CK(cudaDeviceSynchronize());

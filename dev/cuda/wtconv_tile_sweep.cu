@@ -13,7 +13,9 @@
 // plane (multiples of 8 x 16 or 4 x 8 outputs, 4 x 8 or 2 x 4 coefficients; fitted_tiles).
 //
 // With WTCONV_SWEEP_GRID=1 only the backward runs, over every tile from the start tile down to 4 x 8
-// coefficients in steps of 2 x 4 (the landscape a backward tile rule is fitted to).
+// coefficients in steps of 2 x 4 (the landscape a backward tile rule is fitted to). With
+// WTCONV_SWEEP_GRID=fwd only the forward runs, over every tile from the start tile down to 8 x 8
+// outputs in steps of 4 x 4.
 //
 // With WTCONV_SWEEP_NP=1 each pass keeps the planner's tile and takes 1, 2, ... planes per item
 // (WtconvTileHint::fwd_np, bwd_np) up to the batch or max(4, 3x the planner's), and each line adds
@@ -161,7 +163,7 @@ std::vector<std::pair<int, int>> fitted_tiles(int64_t gh, int64_t gw, int th0, i
   return out;
 }
 
-bool fit_mode = false, grid_mode = false, np_mode = false;
+bool fit_mode = false, grid_mode = false, fwd_grid = false, np_mode = false;
 
 // One timed case: a base tile and its planes per item (0: the planner's).
 struct Case {
@@ -210,7 +212,7 @@ void sweep(const Shape& s, Precision prec, int iters) {
   std::vector<double> y_ref, dx_ref, g_ref;
   const char* dt = prec == Precision::kFP32 ? "fp32" : "fp16";
   for (const bool backward : {false, true}) {
-    if (grid_mode && !backward) continue;
+    if (grid_mode && backward == fwd_grid) continue;
     // From the power-of-two tile the rule starts from (before its coverage step) down.
     const int th0 = backward ? pow2_at_least(rule.hl[1], 16) : pow2_at_least(rule.Ho, 32);
     const int tw0 = backward ? pow2_at_least(rule.wl[1], 32) : pow2_at_least(rule.Wo, 64);
@@ -221,7 +223,8 @@ void sweep(const Shape& s, Precision prec, int iters) {
       const int64_t np_max = std::min<int64_t>(p.batch, std::max(4, 3 * chosen.np));
       for (int np = 1; np <= np_max; ++np) cases.push_back({chosen.th, chosen.tw, np});
     } else if (grid_mode) {
-      for (int th = th0; th >= min_th; th -= 2)
+      const int dh = backward ? 2 : 4;
+      for (int th = th0; th >= min_th; th -= dh)
         for (int tw = tw0; tw >= min_tw; tw -= 4) cases.push_back({th, tw, 0});
     } else if (!fit_mode) {
       for (int th = th0; th >= min_th; th /= 2)
@@ -292,6 +295,7 @@ int main(int argc, char** argv) {
   const int iters = argc > 3 ? std::atoi(argv[3]) : 20;
   fit_mode = std::getenv("WTCONV_SWEEP_FIT") != nullptr;
   grid_mode = std::getenv("WTCONV_SWEEP_GRID") != nullptr;
+  fwd_grid = grid_mode && std::string(std::getenv("WTCONV_SWEEP_GRID")) == "fwd";
   np_mode = std::getenv("WTCONV_SWEEP_NP") != nullptr;
   std::printf("%-28s %s %s %-5s %-5s %8s %6s %5s %9s\n", "shape", "dtype", "pass", "tile", "", "ms", "vs_first",
               "kept", "max_diff");

@@ -32,7 +32,8 @@ TEST(WtconvGpu, OddSizesEveryOption) {
 TEST(WtconvGpu, LevelTwoReadsActivations) {
   // L = 2: level 2 forms X_1 and G_1 from x and dy on chip (plan.h, level2_reads_activations).
   // Rows of a multiple of 4 take the 4-element loads, other widths the scalar ones; at stride 2
-  // the forward and the backward run on the full grid (the backward on dy spread onto it).
+  // the backward runs on the full grid (on dy spread onto it), the forward on its own schedule with
+  // the base conv folded into the level-1 filters.
   WINCONV_REQUIRE_GPU();
   const Precision P[3] = {Precision::kFP32, Precision::kFP16, Precision::kBF16};
   int i = 0;
@@ -133,6 +134,30 @@ TEST(WtconvGpu, FittedTilesOnPoorlyCoveredPlanes) {
     run_case(g.B, 3, g.H, g.W, 5, g.L, 1, g.prec, seed % 2 == 0, seed);
     ++seed;
   }
+}
+
+// The stride-2 forward folds the base conv into the level-1 filters (wtconv_forward_base.cu,
+// folded_base_tap) and runs on its own schedule, never on the full grid, against the oracle: every
+// specialised and runtime kernel size, odd heights and widths (the last coefficient's odd child
+// past the plane), rows of whole 16 bytes (TMA boxes for k = 3, 5, 7) and element rows, one-tile
+// and multi-tile planes, levels 1 to 4 (R_1 added at LL), every dtype.
+TEST(WtconvGpu, StrideTwoForwardFoldsTheBaseConv) {
+  WINCONV_REQUIRE_GPU();
+  struct Case { int B, C, H, W, k, L; };
+  const Case cases[] = {{2, 3, 61, 18, 7, 4}, {2, 2, 37, 14, 7, 3},  {3, 2, 40, 64, 5, 2}, {2, 3, 33, 35, 3, 1},
+                        {2, 2, 18, 61, 5, 3}, {1, 3, 70, 96, 3, 2},  {2, 2, 29, 23, 1, 2}, {2, 2, 31, 44, 9, 2},
+                        {2, 2, 25, 27, 11, 1}, {1, 2, 36, 40, 13, 3}, {2, 2, 19, 21, 15, 2}, {4, 2, 9, 5, 7, 1}};
+  const Precision P[3] = {Precision::kFP32, Precision::kFP16, Precision::kBF16};
+  int seed = 700;
+  for (const Case& c : cases)
+    for (Precision prec : P) {
+      WtconvProblem p;
+      p.batch = c.B; p.channels = c.C; p.height = c.H; p.width = c.W; p.kernel_size = c.k; p.levels = c.L;
+      p.stride = 2; p.precision = prec;
+      EXPECT_EQ(wtconv_detail::make_wtconv_run(p, false).out_stride, 1);
+      run_case(c.B, c.C, c.H, c.W, c.k, c.L, 2, prec, seed % 2 == 0, seed);
+      ++seed;
+    }
 }
 
 // The quad-staged k = 3 forward has two instances that differ only in their launch bound: 5 blocks

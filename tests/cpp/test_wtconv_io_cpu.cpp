@@ -1,6 +1,7 @@
 // The WTConv I/O model that the benchmark divides by time to report achieved bandwidth.
 #include <gtest/gtest.h>
 
+#include "cuda/wtconv/wtconv_plan.h"
 #include "winconv/wtconv.h"
 
 namespace winconv {
@@ -80,16 +81,29 @@ TEST(WtconvIoBytes, ThreeLevelForwardIsExact) {
 }
 
 TEST(WtconvIoBytes, StridedProblemsAddTheFullGridPass) {
-  // Stride 2 runs the stride-1 problem on the full grid (this plane's forward too): the subsample
-  // reads the No elements it keeps and writes the strided y; the spread reads dy (No) and writes
-  // the full-grid gradient (N) that the stride-1 backward reads.
+  // Stride 2 runs the stride-1 problem on the full grid (this plane's forward too, whose stride-1
+  // twin fuses level 2: k = 5, L = 2): the subsample reads the No elements it keeps and writes the
+  // strided y; the spread reads dy (No) and writes the full-grid gradient (N) that the stride-1
+  // backward reads.
   const uint64_t n = 2 * 3 * 64 * 64, no = 2 * 3 * 32 * 32, e = 4;
-  WtconvProblem strided = problem(2, 3, 64, 64, 3, 2, Precision::kFP32), full = strided;
+  WtconvProblem strided = problem(2, 3, 64, 64, 5, 2, Precision::kFP32), full = strided;
   strided.stride = 2;
+  ASSERT_GT(wtconv_detail::make_wtconv_plan(full).fwd_fused_smem, 0u);
   uint64_t sf = 0, sb = 0, ff = 0, fb = 0;
   ASSERT_TRUE(wtconv_io_bytes(strided, &sf, &sb).ok());
   ASSERT_TRUE(wtconv_io_bytes(full, &ff, &fb).ok());
   EXPECT_EQ(sf, ff + 2 * no * e);
+  EXPECT_EQ(sb, fb + (no + n) * e);
+  // Unfused (k = 3), the stride-2 forward runs its own schedule (the base conv folded into level 1)
+  // and moves its own plan's bytes: x and the strided y, no full-grid pass. The backward still adds
+  // the spread.
+  strided.kernel_size = full.kernel_size = 3;
+  ASSERT_TRUE(wtconv_io_bytes(strided, &sf, &sb).ok());
+  ASSERT_TRUE(wtconv_io_bytes(full, &ff, &fb).ok());
+  uint64_t own_f = 0, own_b = 0;
+  wtconv_detail::plan_io_bytes(wtconv_detail::make_wtconv_plan(strided), e, &own_f, &own_b);
+  EXPECT_EQ(sf, own_f);
+  EXPECT_LT(sf, ff);
   EXPECT_EQ(sb, fb + (no + n) * e);
 }
 

@@ -654,11 +654,13 @@ TEST(WtconvPlan, BackwardFieldsAreTheStrideOneTwins) {
   EXPECT_GT(strided, 500);  // strides 2-5 are four fifths of the generator's problems
 }
 
-// The forward's rule at the cases it was measured on: stride 2 always; stride 3 when the stride-1
-// forward stages x with TMA (rows of whole 16 bytes); stride 4 and up only when it fuses level 2.
+// The forward's rule at the cases it was measured on: stride 2 only when the stride-1 forward
+// fuses level 2 (elsewhere its own schedule folds the base conv into the level-1 filters); stride 3
+// when the stride-1 forward stages x with TMA (rows of whole 16 bytes); stride 4 and up only when
+// it fuses level 2.
 TEST(WtconvPlan, ForwardFullGridRule) {
   struct Case { int64_t w, levels, stride; bool full; };
-  const Case cases[] = {{112, 1, 2, true}, {112, 3, 2, true}, {75, 2, 2, true}, {112, 1, 3, true},
+  const Case cases[] = {{112, 1, 2, false}, {112, 3, 2, false}, {75, 2, 2, false}, {112, 2, 2, true}, {112, 1, 3, true},
                         {112, 3, 3, true}, {75, 2, 3, false}, {112, 1, 4, false}, {112, 3, 4, false},
                         {112, 2, 4, true}, {112, 2, 8, true}, {112, 2, 1, false}};
   for (const Case& c : cases) {
@@ -788,12 +790,19 @@ TEST(WtconvPlan, PoorlyCoveredPlanesTakeFittedBaseTiles) {
   EXPECT_GT(fused.bwd_fused_smem, 0u);
   EXPECT_EQ(fused.fwd_base.tw, 64);
   EXPECT_EQ(fused.bwd_base.tw, 32);
-  // Stride 2: 17 x 97 outputs in the 16 x 32 tiles of its cap cover 40%, unmeasured: kept. Its
+  // Stride 2: 17 x 97 outputs in the 16 x 32 tiles of its cap cover 40%. The folded forward's
+  // outputs are level-1 coefficients: sized in units of 4, 12 x 28 (2 x 4 tiles, 74% kept). Its
   // backward runs on the full grid (17 x 97 coefficients) and takes the fitted tile.
   const WtconvPlan strided = make_wtconv_plan(problem(16, 384, 34, 194, 3, 2, 2, Precision::kFP32));
   EXPECT_EQ(strided.Wo, 97);
   EXPECT_LT(tile_coverage(strided.Ho, strided.Wo, 16, 32), kFitCoverage);
-  expect_tiles(strided, 16, 32, 12, 28);
+  expect_tiles(strided, 12, 28, 12, 28);
+  // Stride 3 (its base conv at the strided outputs, unmeasured with sized tiles) keeps the cap's.
+  const WtconvPlan stride3 = make_wtconv_plan(problem(16, 384, 51, 291, 3, 2, 3, Precision::kFP32));
+  EXPECT_EQ(stride3.Ho, 17);
+  EXPECT_EQ(stride3.Wo, 97);
+  EXPECT_EQ(stride3.fwd_base.th, 16);
+  EXPECT_EQ(stride3.fwd_base.tw, 32);
   // 54 x 87 covers 57%: 32 x 48 outputs, 16 x 24 coefficients.
   const WtconvPlan mid = make_wtconv_plan(problem(16, 160, 54, 87, 5, 1, 1, Precision::kFP32));
   expect_tiles(mid, 32, 48, 16, 24);

@@ -193,10 +193,11 @@ WTCONV_HOST_DEVICE constexpr int fwd_quad_lead(int tw, int r, int s) { return (s
 WTCONV_HOST_DEVICE constexpr int quads_per_row(int cols, int lead) { return (cols + lead + 3) / 4; }
 
 // Level-1 coefficients per axis that a forward base tile of t outputs at stride s touches. Exact
-// for stride 1 (tile origins are multiples of t, hence even unless t = 1); a bound otherwise
-// (the first output's coefficient may sit at an odd position).
+// for stride 1 (tile origins are multiples of t, hence even unless t = 1) and stride 2 (output i is
+// the first child of coefficient i); a bound otherwise (the first output's coefficient may sit at
+// an odd position).
 WTCONV_HOST_DEVICE inline int fwd_base_coef_extent(int s, int t) {
-  return s == 1 ? (t + 1) / 2 : (s * (t - 1)) / 2 + 2;
+  return s == 1 ? (t + 1) / 2 : s == 2 ? t : (s * (t - 1)) / 2 + 2;
 }
 
 // Forward base + level 1 kernel: output tile th x tw, stride s.

@@ -304,7 +304,7 @@ inline double tile_coverage(int64_t gh, int64_t gw, int th, int tw) {
 // than 32. Tiles with one more item along an axis lost too. The runtime-k backward (k = 1, 9..15)
 // takes its own rows unit and skips some widths (runtime_k_bwd_fit_width_ok).
 constexpr double kFitCoverage = 0.65;
-constexpr int kFwdFitUnit = 8, kBwdFitUnit = 4, kRuntimeKBwdFitRows = 2;
+constexpr int kFwdFitUnit = 8, kBwdFitUnit = 4, kRuntimeKBwdFitRows = 2, kFoldedFwdFitUnit = 4;
 // A sized tile holds fewer outputs than the power-of-two tile it replaces (z1's 9 x 65 plane: 16 x
 // 40, where the rule's 1024 outputs per item gave one plane), and an item of one small tile leaves
 // most of the block's threads idle in its strip phases: 80 strip jobs for 256 threads there, each
@@ -400,11 +400,14 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p, const WtconvTileHint&
   // (fixed-tile instances; halved, the fused forward ran 1.3-1.5x slower, note 65), so a change
   // that would make one fused is taken back. The runtime-k backward sizes its rows in units of 2
   // and keeps the rule's tile where the sized width would conflict (runtime_k_bwd_fit_width_ok).
-  if (hint.fwd_th == 0 && hint.fwd_tw == 0 && plan.stride == 1 && plan.fwd_fused_smem == 0 &&
-      fit_poorly_covering_tile(plan.fwd_base, plan.Ho, plan.Wo, kFwdFitUnit)) {
+  // At stride 2 (the base conv folded into level 1: the kernel is level 1's convs, 4-row strips of
+  // column pairs) the outputs are level-1 coefficients and the unit is 4.
+  const int fwd_unit = plan.stride == 2 ? kFoldedFwdFitUnit : kFwdFitUnit;
+  if (hint.fwd_th == 0 && hint.fwd_tw == 0 && plan.stride <= 2 && plan.fwd_fused_smem == 0 &&
+      fit_poorly_covering_tile(plan.fwd_base, plan.Ho, plan.Wo, fwd_unit)) {
     const WtconvPlan before = plan;
-    set_fwd_base(fitted_tile_extent(plan.Ho, plan.fwd_base.th, kFwdFitUnit),
-                 fitted_tile_extent(plan.Wo, plan.fwd_base.tw, kFwdFitUnit), ItemPlanes::kScaled);
+    set_fwd_base(fitted_tile_extent(plan.Ho, plan.fwd_base.th, fwd_unit),
+                 fitted_tile_extent(plan.Wo, plan.fwd_base.tw, fwd_unit), ItemPlanes::kScaled);
     if (plan.fwd_fused_smem > 0) plan = before;
   }
   if (hint.bwd_th == 0 && hint.bwd_tw == 0 && plan.bwd_fused_smem == 0) {
@@ -467,10 +470,12 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p, const WtconvTileHint&
 // forward wins there where the stride-1 forward fuses level 2, at stride 2, and at stride 3 when
 // the stride-1 forward stages x with TMA, and loses elsewhere (0.84-0.93x at stride 4, 0.73-0.77x
 // at stride 3 on rows off the 16-byte rule), where the strided schedule's base convolution at the
-// strided outputs alone saves more than the stride-1 kernels gain. `full` is the plan of the
-// stride-1 problem.
+// strided outputs alone saves more than the stride-1 kernels gain. At stride 2 the own schedule
+// folds the base conv into the level-1 filters (wtconv_forward_base.cu, folded_base_tap): half the
+// full grid's multiply-adds, no subsample pass; it runs there unless the stride-1 forward fuses
+// level 2 (docs/wtconv.md, note 124). `full` is the plan of the stride-1 problem.
 inline bool forward_on_full_grid(int64_t stride, const WtconvPlan& full) {
-  return stride > 1 && (full.fwd_fused_smem > 0 || stride == 2 || (stride == 3 && full.fwd_base_tma_smem > 0));
+  return stride > 1 && (full.fwd_fused_smem > 0 || (stride == 3 && full.fwd_base_tma_smem > 0));
 }
 inline bool backward_on_full_grid(int64_t stride) { return stride > 1; }
 
