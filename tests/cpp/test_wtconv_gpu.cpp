@@ -139,7 +139,7 @@ TEST(WtconvGpu, FittedTilesOnPoorlyCoveredPlanes) {
 // The stride-2 forward folds the base conv into the level-1 filters (wtconv_forward_base.cu,
 // folded_base_tap) and runs on its own schedule, never on the full grid, against the oracle: every
 // specialised and runtime kernel size, odd heights and widths (the last coefficient's odd child
-// past the plane), rows of whole 16 bytes (TMA boxes for k = 3, 5, 7) and element rows, one-tile
+// past the plane), rows of whole 16 bytes (TMA boxes at 70 x 96, k = 3) and element rows, one-tile
 // and multi-tile planes, levels 1 to 4 (R_1 added at LL), every dtype. (Where the stride-1 twin
 // fuses level 2, k = 5 and L = 2 on rows of whole 16 bytes, the forward stays on the full grid:
 // VectorisedAndTmaStagingMatchScalar.)
@@ -156,8 +156,9 @@ TEST(WtconvGpu, StrideTwoForwardFoldsTheBaseConv) {
       WtconvProblem p;
       p.batch = c.B; p.channels = c.C; p.height = c.H; p.width = c.W; p.kernel_size = c.k; p.levels = c.L;
       p.stride = 2; p.precision = prec;
-      EXPECT_EQ(wtconv_detail::make_wtconv_run(p, false).out_stride, 1)
-          << c.H << "x" << c.W << " k" << c.k << " L" << c.L << " prec " << int(prec);
+      const wtconv_detail::WtconvRun run = wtconv_detail::make_wtconv_run(p, false);
+      EXPECT_EQ(run.out_stride, 1) << c.H << "x" << c.W << " k" << c.k << " L" << c.L << " prec " << int(prec);
+      if (c.W == 96) EXPECT_GT(run.plan.fwd_base_tma_smem, 0u) << "the TMA-staged instance at stride 2";
       run_case(c.B, c.C, c.H, c.W, c.k, c.L, 2, prec, seed % 2 == 0, seed);
       ++seed;
     }
