@@ -1,5 +1,7 @@
 // Tile sweep for the WTConv base kernels: times the forward and the backward of each shape of a
-// shapes CSV (bench/wtconv_shapes*.csv format, stride-1 rows) with every power-of-two base tile
+// shapes CSV (bench/wtconv_shapes*.csv format; rows of stride 2 time the forward alone, on its own
+// schedule, the base conv folded into level 1: the backward runs the stride-1 twin's plan, and
+// other strides are skipped) with every power-of-two base tile
 // from the power-of-two tile the rule starts from down to 8 x 8 outputs (forward) and 4 x 8
 // level-1 coefficients (backward), through the planner's tile hint (WtconvTileHint), and marks the
 // rule's choice, so a tile rule can be checked against measurements. Each tile's y, dx and
@@ -82,7 +84,7 @@ std::vector<Shape> read_shapes(const char* path) {
     s.p.batch = std::stoll(f[1]); s.p.channels = std::stoll(f[2]); s.p.height = std::stoll(f[3]);
     s.p.width = std::stoll(f[4]); s.p.kernel_size = std::stoll(f[5]); s.p.levels = std::stoll(f[6]);
     s.p.stride = f[7].empty() ? 1 : std::stoll(f[7]);
-    if (s.p.stride == 1) out.push_back(s);
+    if (s.p.stride <= 2) out.push_back(s);
   }
   return out;
 }
@@ -175,7 +177,7 @@ void sweep(const Shape& s, Precision prec, int iters) {
   p.precision = prec;
   CHECK_OK(wtconv_validate(p));
   const int64_t C = p.channels, kk = p.kernel_size * p.kernel_size, L = p.levels;
-  const size_t n = size_t(p.x_elements()), e = prec == Precision::kFP32 ? 4 : 2;
+  const size_t n = size_t(p.x_elements()), no = size_t(p.y_elements()), e = prec == Precision::kFP32 ? 4 : 2;
   DevBuf x(n * e), dy(n * e), y(n * e), dx(n * e);
   fill(x, n, prec, 1, 1.f);
   fill(dy, n, prec, 2, 1.f);
@@ -213,9 +215,11 @@ void sweep(const Shape& s, Precision prec, int iters) {
   const char* dt = prec == Precision::kFP32 ? "fp32" : "fp16";
   for (const bool backward : {false, true}) {
     if (grid_mode && backward == fwd_grid) continue;
+    if (backward && p.stride > 1) continue;  // a strided backward is its stride-1 twin's
     // From the power-of-two tile the rule starts from (before its coverage step) down.
-    const int th0 = backward ? pow2_at_least(rule.hl[1], 16) : pow2_at_least(rule.Ho, 32);
-    const int tw0 = backward ? pow2_at_least(rule.wl[1], 32) : pow2_at_least(rule.Wo, 64);
+    const int cap = 32 / int(p.stride);  // pick_fwd_base_tile's (strides 1 and 2)
+    const int th0 = backward ? pow2_at_least(rule.hl[1], 16) : pow2_at_least(rule.Ho, cap);
+    const int tw0 = backward ? pow2_at_least(rule.wl[1], 32) : pow2_at_least(rule.Wo, 2 * cap);
     const WtconvTile& chosen = backward ? rule.bwd_base : rule.fwd_base;
     const int min_th = backward ? 4 : 8, min_tw = 8;
     std::vector<Case> cases;
@@ -252,13 +256,13 @@ void sweep(const Shape& s, Precision prec, int iters) {
         else
           CHECK_OK(wtconv_forward_cuda(r, prec, x.p, prm, y.p, ws.p, nullptr));
       };
-      STRIP_BENCH_CHECK(cudaMemset(backward ? dx.p : y.p, 0xff, n * e));  // NaN
+      STRIP_BENCH_CHECK(cudaMemset(backward ? dx.p : y.p, 0xff, (backward ? n : no) * e));  // NaN
       if (backward) STRIP_BENCH_CHECK(cudaMemset(grad_buf.p, 0xff, nparam * 4));
       call();
       STRIP_BENCH_CHECK(cudaDeviceSynchronize());
       double diff;
       if (!backward) {
-        std::vector<double> out = fetch(y, n, prec);
+        std::vector<double> out = fetch(y, no, prec);
         if (y_ref.empty()) y_ref = out;
         diff = max_rel_diff(out, y_ref);
       } else {
@@ -274,7 +278,7 @@ void sweep(const Shape& s, Precision prec, int iters) {
                   backward ? "bwd" : "fwd", th, tw, t.np, ms, ms / first_ms, kept(t, gh, gw), diff);
       if (np_mode) {
         const int k = r.plan.k;
-        const int64_t model = base_tile_cost(t, backward, p.batch, C, gh, gw, k);
+        const int64_t model = base_tile_cost(t, backward, p.batch, C, gh, gw, k, int(p.stride));
         const int bound = backward ? bwd_base_blocks_per_sm(k) : fwd_base_blocks_per_sm(k);
         std::printf(" items %lld splits %d blocks/SM %zu model %lld", (long long)t.items, t.splits,
                     resident_blocks(t.smem, bound), (long long)model);
