@@ -23,9 +23,13 @@ dW_0 and dW_1 per case and exits 1 if any exceeds 1e-12.
   python3 dev/python/wtconv_stride2_backward_fold.py
 """
 import sys
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+from winconv.haar import haar_analysis, haar_synthesis  # noqa: E402  (the module's own Haar pair)
 
 torch.set_default_dtype(torch.float64)
 
@@ -33,23 +37,6 @@ torch.set_default_dtype(torch.float64)
 def sgn(t, p, q):
     """synth_child's sign of subband t at pixel parity (p, q): S1 by row, S2 by column."""
     return (-1.0 if (t & 1) and p else 1.0) * (-1.0 if (t & 2) and q else 1.0)
-
-
-def haar(x):
-    """(B, C, H, W) with H, W even -> (B, C, 4, H/2, W/2), haar4's order and signs."""
-    a, b = x[..., 0::2, 0::2], x[..., 0::2, 1::2]
-    c, d = x[..., 1::2, 0::2], x[..., 1::2, 1::2]
-    return torch.stack([(a + b + c + d) / 2, (a + b - c - d) / 2, (a - b + c - d) / 2, (a - b - c + d) / 2], 2)
-
-
-def synth(z):
-    """(B, C, 4, h, w) -> (B, C, 2h, 2w), the inverse (and adjoint) of haar."""
-    B, C, _, h, w = z.shape
-    out = torch.zeros(B, C, 2 * h, 2 * w)
-    for p in range(2):
-        for q in range(2):
-            out[..., p::2, q::2] = sum(sgn(t, p, q) * z[:, :, t] for t in range(4)) / 2
-    return out
 
 
 def dwconv(x, w):
@@ -61,10 +48,9 @@ def dwconv(x, w):
 def forward(x, w0, b0, s0, w1, s1):
     """L = 1 WTConv2d at stride 2: the stride-1 output subsampled (odd sizes zero-padded, cropped)."""
     B, C, H, W = x.shape
-    xp = F.pad(x, (0, W % 2, 0, H % 2))
-    y1 = haar(xp)  # (B, C, 4, h1, w1)
+    y1 = haar_analysis(x)  # (B, C, 4, h1, w1), x zero-padded to even sizes
     z1 = torch.stack([dwconv(y1[:, :, t], w1[:, t]) * s1[:, t].view(1, C, 1, 1) for t in range(4)], 2)
-    wave = synth(z1)[..., :H, :W]
+    wave = haar_synthesis(z1, H, W)
     base = (dwconv(x, w0) + b0.view(1, C, 1, 1)) * s0.view(1, C, 1, 1)
     return (base + wave)[..., ::2, ::2]
 
@@ -94,15 +80,14 @@ def compact_backward(x, dy, w0, s0, w1, s1):
     """dx, dW_0 and dW_1 from the compact dy (no spread), by identities 1-3 above."""
     B, C, H, W = x.shape
     k, r = w0.shape[-1], w0.shape[-1] // 2
-    xp = F.pad(x, (0, W % 2, 0, H % 2))
-    y1 = haar(xp)
+    y1 = haar_analysis(x)
     h1, w1g = y1.shape[-2:]
     assert dy.shape[-2:] == (h1, w1g), "at stride 2 dy's grid is the level-1 grid"
     U = folded_dx_filters(w0, s0, k)
     # conv_T with a 'same' correlation's filter is the correlation with the flipped filter.
     dXp = torch.stack([dwconv(dy / 2, torch.flip(w1[:, t], (-2, -1))) * s1[:, t].view(1, C, 1, 1)
                        + dwconv(dy, U[:, t]) for t in range(4)], 2)
-    dx = synth(dXp)[..., :H, :W]
+    dx = haar_synthesis(dXp, H, W)
     # C_t[u][v] = sum_{m, n} Y_1t(m + u - r, n + v - r) dy(m, n), per channel.
     ypad = F.pad(y1, (r, r, r, r))
     Ct = torch.zeros(C, 4, k, k)
