@@ -217,7 +217,7 @@ void sweep(const Shape& s, Precision prec, int iters) {
     if (grid_mode && backward == fwd_grid) continue;
     if (backward && p.stride > 1) continue;  // a strided backward is its stride-1 twin's
     // From the power-of-two tile the rule starts from (before its coverage step) down.
-    const int cap = 32 / int(p.stride);  // pick_fwd_base_tile's (strides 1 and 2)
+    const int cap = fwd_base_tile_cap(int(p.stride));
     const int th0 = backward ? pow2_at_least(rule.hl[1], 16) : pow2_at_least(rule.Ho, cap);
     const int tw0 = backward ? pow2_at_least(rule.wl[1], 32) : pow2_at_least(rule.Wo, 2 * cap);
     const WtconvTile& chosen = backward ? rule.bwd_base : rule.fwd_base;

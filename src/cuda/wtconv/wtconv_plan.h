@@ -204,13 +204,17 @@ inline WtconvTile pick_level_tile(bool backward, int64_t B, int64_t C, int64_t g
   return t;
 }
 
+// The forward base tile's largest rows at stride s (twice that in columns): 32 output rows, fewer
+// at larger strides, whose outputs each stage s^2 pixels.
+inline int fwd_base_tile_cap(int s) { return s >= 32 ? 1 : 32 / s; }
+
 // th, tw > 0: that tile instead of the rule's (before the shared-memory fit); for tile sweeps.
 // items: how the planes per item go past the rule's 1024 outputs (ItemPlanes).
 // planes > 0: that many planes per item instead (take_planes); for sweeps.
 inline WtconvTile pick_fwd_base_tile(int64_t B, int64_t C, int64_t Ho, int64_t Wo, int k, int s, int th = 0,
                                      int tw = 0, ItemPlanes items = ItemPlanes::kRule, int planes = 0) {
   WtconvTile t;
-  const int cap = s >= 32 ? 1 : 32 / s;
+  const int cap = fwd_base_tile_cap(s);
   // Twice as wide as tall: halves the halo share of the staging and the per-item overhead
   // (32 x 64 outputs measured 20% faster than 32 x 32 on the large shapes).
   t.th = th > 0 ? th : pow2_at_least(Ho, cap);
