@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Checks, in float64 on the CPU, the algebra a compact-grid stride-2 backward would rest on
-(docs/wtconv.md, note 124, last item); no kernel uses it yet.
+"""Checks, in float64 on the CPU, the algebra of the stride-2 backward's fold (docs/wtconv.md, note 124,
+last item, and note 125): identities 2 and 3 below are what the backward base kernel runs at
+stride 2 (wtconv_fold.h: folded_dx_tap, folded_corr_tap), on the spread dy for now; a compact-grid
+kernel would run all three without the spread.
 
-At stride 2 the backward now spreads dy onto the full grid (D, zeros between its samples) and runs
-the stride-1 backward on D: 4 k^2 multiply-adds per pixel for dx and the correlations. But every
+At stride 2 the backward spreads dy onto the full grid (D, zeros between its samples) and runs the
+stride-1 backward on D: unfolded, 4 k^2 multiply-adds per pixel for dx and the correlations. But every
 2 x 2 block of D holds one sample, at its first pixel, so:
 
   1. G_1 = Haar(D) is dy / 2 in every subband.

@@ -136,14 +136,18 @@ TEST(WtconvGpu, FittedTilesOnPoorlyCoveredPlanes) {
   }
 }
 
-// The stride-2 forward folds the base conv into the level-1 filters (wtconv_forward_base.cu,
-// folded_base_tap) and runs on its own schedule, never on the full grid, against the oracle: every
-// specialised and runtime kernel size, odd heights and widths (the last coefficient's odd child
-// past the plane), rows of whole 16 bytes (TMA boxes at 70 x 96, k = 3) and element rows, one-tile
-// and multi-tile planes, levels 1 to 4 (R_1 added at LL), every dtype. (Where the stride-1 twin
-// fuses level 2, k = 5 and L = 2 on rows of whole 16 bytes, the forward stays on the full grid:
+// At stride 2 both directions fold the base conv into the level-1 filters (wtconv_fold.h): the
+// forward runs on its own schedule, never on the full grid (folded_base_tap), and the backward base
+// kernel on the spread dy runs no base conv and no base correlation (folded_dx_tap, C0 from the
+// level-1 correlations by folded_corr_tap, sum(D) from G_1's LL). Against the oracle, dx and every
+// parameter gradient included: every specialised and runtime kernel size (the runtime-k backward's
+// paired and halved dx jobs, the k = 1 instances), odd heights and widths (the last coefficient's
+// odd child past the plane), rows of whole 16 bytes (TMA boxes at 70 x 96, k = 3, and the unfused
+// TMA backward at 40 x 64, k = 5) and element rows, one-tile and multi-tile planes, levels 1 to 4
+// (R_1 and dX_1 added at LL), every dtype. (Where the stride-1 twin fuses level 2, k = 5 and L = 2
+// on rows of whole 16 bytes, both directions stay on the full grid unfolded:
 // VectorisedAndTmaStagingMatchScalar.)
-TEST(WtconvGpu, StrideTwoForwardFoldsTheBaseConv) {
+TEST(WtconvGpu, StrideTwoFoldsTheBaseConv) {
   WINCONV_REQUIRE_GPU();
   struct Case { int B, C, H, W, k, L; };
   const Case cases[] = {{2, 3, 61, 18, 7, 4}, {2, 2, 37, 14, 7, 3},  {3, 2, 40, 64, 5, 3}, {2, 3, 33, 35, 3, 1},
@@ -159,9 +163,24 @@ TEST(WtconvGpu, StrideTwoForwardFoldsTheBaseConv) {
       const wtconv_detail::WtconvRun run = wtconv_detail::make_wtconv_run(p, false);
       EXPECT_EQ(run.out_stride, 1) << c.H << "x" << c.W << " k" << c.k << " L" << c.L << " prec " << int(prec);
       if (c.W == 96) EXPECT_GT(run.plan.fwd_base_tma_smem, 0u) << "the TMA-staged instance at stride 2";
+      const wtconv_detail::WtconvRun back = wtconv_detail::make_wtconv_run(p, true);
+      EXPECT_EQ(back.out_stride, 2);
+      EXPECT_TRUE(wtconv_detail::backward_folds_base(2, back.plan)) << "the backward folds";
+      if (c.W == 64 && prec == Precision::kFP32) EXPECT_GT(back.plan.bwd_base_tma_smem, 0u) << "the unfused TMA backward";
       run_case(c.B, c.C, c.H, c.W, c.k, c.L, 2, prec, seed % 2 == 0, seed);
       ++seed;
     }
+}
+
+// The folded stride-2 backward's instances for compute-sanitizer (scripts/gpu-check): quad-staged
+// k = 7 on an odd plane of several tiles, the unfused TMA k = 5, the runtime-k k = 9 and the k = 1
+// whole-plane instance, each against the oracle.
+TEST(WtconvGpu, StrideTwoFoldSanitizerCases) {
+  WINCONV_REQUIRE_GPU();
+  run_case(2, 2, 37, 29, 7, 2, 2, Precision::kFP32, true, 760);
+  run_case(1, 2, 40, 64, 5, 3, 2, Precision::kFP32, false, 761);
+  run_case(2, 2, 31, 44, 9, 1, 2, Precision::kBF16, true, 762);
+  run_case(2, 2, 9, 11, 1, 2, 2, Precision::kFP16, true, 763);
 }
 
 // The quad-staged k = 3 forward has two instances that differ only in their launch bound: 5 blocks

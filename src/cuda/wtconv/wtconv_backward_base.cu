@@ -7,12 +7,17 @@
 // (fixed order, no atomics). HBM: reads x, dy, dX_1; writes dx and C x splits x (5kk + 1) partials.
 // With level 2 fused (L = 2, kFuse2) it forms dX_1 itself, from Y_2 = Haar(LL(Y_1)) and
 // G_2 = Haar(LL(G_1)) over a larger box, and also writes level 2's C x splits x 4kk partials.
+// At stride 2 (a.fold_base, unfused) D is dy spread, G_1 is dy / 2 in every subband, and the base
+// conv and its correlation fold into level 1 (wtconv_fold.h): dx is the synthesis of the level-1
+// correlations with folded filters, all eight warps run the level-1 correlations, and C0 is formed
+// from them when the partials are written.
 #include <type_traits>
 
 #include "cuda/common/tensor_map.h"
 #include "cuda/common/tma.cuh"
 #include "wtconv_kernels.cuh"
 #include "wtconv_correlations.cuh"
+#include "wtconv_fold.h"
 #include "wtconv_haar.cuh"
 #include "wtconv_items.cuh"
 #include "wtconv_level_tiles.cuh"
@@ -49,13 +54,17 @@ struct QuadPair {
 // kOnly (K == 0): the runtime-k instance for k = kOnly alone (k = 1): its correlation rings and
 // window passes compile that size only, and it takes bwd_base_blocks_per_sm(kOnly) blocks.
 // kHalves (runtime k, k != 1): each dx job on a lane pair (bwd_dx_half_jobs, wtconv_layouts.h).
+// kFold (unfused; a.fold_base): stride 2's base conv and base correlation folded into level 1,
+// compiled apart so that the stride-1 instances keep their code (as a runtime flag, their steps
+// ran 1-3% slower).
 template <typename T, int K, bool kTma, bool kFuse2, bool kFixed, bool kPlane = false, int kOnly = 0,
-          bool kHalves = false>
+          bool kHalves = false, bool kFold = false>
 __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(kOnly ? kOnly : K))
     backward_base_kernel(const __grid_constant__ BwdBaseArgs<T> a) {
   static_assert(!kFuse2 || (kTma && K > 0), "the fused backward stages with TMA");
   static_assert(!kFixed || kFuse2, "the fixed tile is a fused instance");
   static_assert(!kHalves || (K == 0 && kOnly == 0), "dx jobs in halves: the runtime-k instance, k != 1");
+  static_assert(!kFold || !kFuse2, "the fused backward keeps its base passes");
   // kFixed strips are all full (conv_quad_strip, conv_pair_strip's kFull): the level-1 and pixel
   // extents (th x tw, 2 th x 2 tw) are whole 4 x 4 strips and level 2's (th / 2 x tw / 2) whole
   // 4 x 2 strips, each with its k - 1 halo rows and columns in the tiles.
@@ -136,7 +145,9 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(kOnly ? 
       w0f[filter_slot(i, k)] = s0 * a.w0[int64_t(c) * kk + (kk - 1 - i)];
     } else if (!kFuse2 || i < 5 * kk) {
       const int e = i - kk, t = e / kk, ij = e % kk;
-      w1f[t * fs + filter_slot(ij, k)] = a.s1[4 * c + t] * a.w1[int64_t(4 * c + t) * kk + (kk - 1 - ij)];
+      float w = a.s1[4 * c + t] * a.w1[int64_t(4 * c + t) * kk + (kk - 1 - ij)];
+      if constexpr (kFold) w += s0 * folded_dx_tap(a.w0 + int64_t(c) * kk, k, t, ij / k, ij % k);
+      w1f[t * fs + filter_slot(ij, k)] = w;
     } else {  // as the level kernel folds them
       const int e = i - 5 * kk, t = e / kk, ij = e % kk;
       w2f[t * fs + ij] = a.s2[4 * c + t] * a.w2[int64_t(4 * c + t) * kk + (kk - 1 - ij)];
@@ -159,13 +170,28 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(kOnly ? 
   // at the register bound, and their reloads stalled every item's correlation start (perf note
   // 36; the fixed-tile instance kept them until its 4 x 4 strips needed the registers, note 39).
   const int lparts = kFuse2 ? parts - 2 : parts;  // level-1 parts
+  constexpr bool fold = kFold;  // stride 2 folded: no base conv, no base correlation
+  // row_part: the level rows a thread takes, for_strided_rows(row_part, ...). Folded, the second
+  // half of the block runs level jobs too, laid out as the first half's (warp w: subband w % 4),
+  // on the row parts after the first half's, and keeps its sums in the base jobs' slots of red.
   struct CorrRole {
     bool base_job, l2_job, corr_thread;
-    int job, part, sb, ci;
+    int job, part, sb, ci, row_part;
   };
   const auto corr_role = [&](int tid) {
     const int half = kBlockThreads / 2, local = tid % half, lane = tid % 32;
     CorrRole o;
+    if (fold) {
+      const bool upper = tid >= half;
+      o.base_job = o.l2_job = false;
+      o.sb = local / 32;
+      o.ci = lane % k;
+      o.part = lane / k;
+      o.row_part = (upper ? lparts : 0) + o.part;
+      o.job = (upper ? 4 * k : 0) + o.sb * k + o.ci;
+      o.corr_thread = o.part < parts;
+      return o;
+    }
     o.base_job = tid >= half;
     o.l2_job = kFuse2 && !o.base_job && lane / k >= lparts;
     o.job = o.base_job ? 4 * k + local % (4 * k) : (o.l2_job ? 8 * k : 0) + (local / 32) * k + lane % k;
@@ -174,6 +200,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(kOnly ? 
     const int jb = o.base_job ? o.job - 4 * k : o.job - (o.l2_job ? 8 * k : 0);
     o.sb = jb / k;  // level: subband; base: quarter
     o.ci = jb % k;
+    o.row_part = o.part;
     return o;
   };
   double tot[KM];
@@ -370,8 +397,13 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(kOnly ? 
           const int col = 2 * j.col, p = j.slot, b = pos.b0 + p, x = 2 * pos.x0 + col, y0 = 2 * pos.y0 + j.row0;
           if (b >= a.B || x >= a.W || y0 >= a.H) return;
           float acc[R][2];
-          conv_pair_strip<K, R, (K / 2) % 2 == 1, true>(
-              w0f, di + p * pplane + (j.row0 + r) * pw + (col + r), pw, ph - gp - (j.row0 + r), acc);
+          if (fold) {  // the base conv is in the level-1 filters
+#pragma unroll
+            for (int o = 0; o < R; ++o) acc[o][0] = acc[o][1] = 0.f;
+          } else {
+            conv_pair_strip<K, R, (K / 2) % 2 == 1, true>(
+                w0f, di + p * pplane + (j.row0 + r) * pw + (col + r), pw, ph - gp - (j.row0 + r), acc);
+          }
           // Pixel rows [y0, y0 + n), y0 even, columns x, x + 1 (x even): one coefficient each pair.
           const int n = min(min(R, pth - j.row0), a.H - y0), ncols = min(2, a.W - x), dzplane = th * tw;
           const float* dp = dz + (p * 4 * th + (j.row0 >> 1)) * tw + j.col;
@@ -508,10 +540,11 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(kOnly ? 
           const int y = 2 * qy + dy;
           if (y >= a.H) break;
           const float* drow = ds + p * pplane + (2 * ty + dy + r) * pw + (2 * tx0 + r);
-          float base[4];
-          with_compiled_k<K, kOnly>(k, [&](const int kw) {
-            conv_adjacent_windows_by<4>(window_vector_width(kw, pw, 4), w0f, wp, drow, pw, kw, npix, base);
-          });
+          float base[4] = {0.f, 0.f, 0.f, 0.f};  // folded: the base conv is in the level-1 filters
+          if (!fold)
+            with_compiled_k<K, kOnly>(k, [&](const int kw) {
+              conv_adjacent_windows_by<4>(window_vector_width(kw, pw, 4), w0f, wp, drow, pw, kw, npix, base);
+            });
           T* dst = a.dx + pl * a.H * a.W + int64_t(y) * a.W + 2 * qx0;
 #pragma unroll
           for (int u = 0; u < 2; ++u) {
@@ -539,7 +572,8 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(kOnly ? 
           const float* yb = l2_job ? y2s : ys;
           const float* gb = l2_job ? g2s : gs;
           const int lplane = l2_job ? eh2 * ew2 : plane, lpitch = l2_job ? ew2 : lp;
-          for_strided_rows<kFixed>(part, l2_job ? parts - lparts : lparts, l2_job ? th2 : th, np, [&](int p, int ty) {
+          const int row_parts = l2_job ? parts - lparts : fold ? 2 * lparts : lparts;
+          for_strided_rows<kFixed>(role.row_part, row_parts, l2_job ? th2 : th, np, [&](int p, int ty) {
             const float* yrow = yb + (p * 4 + sb) * lplane + (ty + ci) * lpitch;
             const float* grow = gb + (p * 4 + sb) * lplane + (ty + r) * lpitch + r;
             if constexpr (K > 0)
@@ -547,6 +581,10 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(kOnly ? 
                                                                  l2_job ? tw2 : tw, k);
             else
               corr_row<KC::value>(acc, yrow, grow, tw, k);
+            // Folded: sum(D) is twice the sum of G_1's LL over the tile (G_1 = dy / 2), on one lane
+            // per warp of subband 0.
+            if (fold && sb == 0 && ci == 0)
+              for (int n = 0; n < tw; ++n) dsum += grow[n];
           });
         } else {
           for_strided_rows<kFixed>(sb + 4 * part, 4 * parts, 2 * th, np, [&](int p, int py) {
@@ -571,22 +609,44 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(kOnly ? 
     for (int j = 0; j < KM; ++j)
       if (K > 0 || j < k) red[(role.part * jobs + role.job) * k + j] = float(tot[j]);
     if (role.base_job && role.ci == 0) red_sum[role.part * 4 + role.sb] = float(tot_sum);
+    // Folded: the sums of G_1's LL, slot 0 of a part from the first half, slot 1 from the second.
+    if (fold && role.sb == 0 && role.ci == 0) red_sum[role.part * 4 + (role.job >= 4 * k)] = float(tot_sum);
   }
   __syncthreads();
   // Partial layout per (channel, split): [0, kk) C0, [kk] sum(D), [kk + 1, 5kk + 1) C_1.
+  // C_1t[i][j] of the block; folded, the second half's sums too (in the base jobs' slots).
+  const auto level_corr = [&](int t, int i, int j) {
+    float sum = 0.f;
+    for (int q = 0; q < lparts; ++q) {
+      sum += red[(q * jobs + t * k + i) * k + j];
+      if (fold) sum += red[(q * jobs + 4 * k + t * k + i) * k + j];
+    }
+    return sum;
+  };
   float* out = a.partial + (int64_t(c) * a.g.splits + split) * (5 * kk + 1);
   for (int e = threadIdx.x; e < 5 * kk + 1; e += blockDim.x) {
     float sum = 0.f;
     if (e < kk) {
       const int i = e / k, j = e % k;
-      for (int u = 0; u < 4; ++u)
-        for (int q = 0; q < parts; ++q) sum += red[(q * jobs + 4 * k + u * k + i) * k + j];
+      if (fold) {  // C0 from the level-1 correlations (folded_corr_tap)
+        const FoldedCorrTap f = folded_corr_tap(k, i, j);
+        for (int t = 0; t < 4; ++t) {
+          const float ct = level_corr(t, f.u, f.v);
+          sum += folded_corr_negative(k, t, i, j) ? -ct : ct;
+        }
+      } else {
+        for (int u = 0; u < 4; ++u)
+          for (int q = 0; q < parts; ++q) sum += red[(q * jobs + 4 * k + u * k + i) * k + j];
+      }
     } else if (e == kk) {
-      for (int u = 0; u < 4; ++u)
-        for (int q = 0; q < parts; ++q) sum += red_sum[q * 4 + u];
+      if (fold)
+        for (int q = 0; q < parts; ++q) sum += 2.f * (red_sum[q * 4] + red_sum[q * 4 + 1]);
+      else
+        for (int u = 0; u < 4; ++u)
+          for (int q = 0; q < parts; ++q) sum += red_sum[q * 4 + u];
     } else {
-      const int f = e - kk - 1, t = f / kk, i = (f / k) % k, j = f % k;
-      for (int q = 0; q < lparts; ++q) sum += red[(q * jobs + t * k + i) * k + j];
+      const int f = e - kk - 1;
+      sum = level_corr(f / kk, (f / k) % k, f % k);
     }
     out[e] = sum;
   }
@@ -643,27 +703,34 @@ cudaError_t launch_backward_base(const BwdBaseArgs<T>& args, size_t smem, cudaSt
         return launch_with_smem(backward_base_kernel<T, K, true, true, true>, blocks, launch_smem, stream, a);
       if (a.fuse2) return launch_with_smem(backward_base_kernel<T, K, true, true, false>, blocks, launch_smem, stream, a);
     }
-    // An unfused TMA instance where the tiles can start 16-byte aligned (fp32, even r: k = 5 among
-    // the specialised sizes). With the boxes copied into the tiles instead (k = 3, 7; 16-bit) the
-    // spills it added cost more than the staging it saved (docs/wtconv.md, perf note 29).
-    if constexpr (std::is_same<T, float>::value && K != 0 && (K / 2) % 2 == 0) {
-      if (a.tma) return launch_with_smem(backward_base_kernel<T, K, true, false, false>, blocks, launch_smem, stream, a);
-    }
     if (a.fuse2) return cudaErrorNotSupported;  // the plan fuses only sizes with that instance (bwd_fused_smem)
-    // The plane-tile or tiled instance (kOnly: the k = 1 ones, bwd_base_blocks_per_sm), either with
-    // its dx jobs in halves at runtime k.
-    const auto plane_or_tiled = [&](auto halves) {
-      constexpr bool kHalves = decltype(halves)::value;
-      if (a.plane_tile)
-        return launch_with_smem(backward_base_kernel<T, K, false, false, false, true, kOnly, kHalves>, blocks, smem,
-                                stream, a);
-      return launch_with_smem(backward_base_kernel<T, K, false, false, false, false, kOnly, kHalves>, blocks, smem,
-                              stream, a);
+    // The unfused instances, folded (stride 2) or not.
+    const auto unfused = [&](auto fold_tag) {
+      constexpr bool kFold = decltype(fold_tag)::value;
+      // An unfused TMA instance where the tiles can start 16-byte aligned (fp32, even r: k = 5 among
+      // the specialised sizes). With the boxes copied into the tiles instead (k = 3, 7; 16-bit) the
+      // spills it added cost more than the staging it saved (docs/wtconv.md, perf note 29).
+      if constexpr (std::is_same<T, float>::value && K != 0 && (K / 2) % 2 == 0) {
+        if (a.tma)
+          return launch_with_smem(backward_base_kernel<T, K, true, false, false, false, 0, false, kFold>, blocks,
+                                  launch_smem, stream, a);
+      }
+      // The plane-tile or tiled instance (kOnly: the k = 1 ones, bwd_base_blocks_per_sm), either with
+      // its dx jobs in halves at runtime k.
+      const auto plane_or_tiled = [&](auto halves) {
+        constexpr bool kHalves = decltype(halves)::value;
+        if (a.plane_tile)
+          return launch_with_smem(backward_base_kernel<T, K, false, false, false, true, kOnly, kHalves, kFold>, blocks,
+                                  smem, stream, a);
+        return launch_with_smem(backward_base_kernel<T, K, false, false, false, false, kOnly, kHalves, kFold>, blocks,
+                                smem, stream, a);
+      };
+      if constexpr (K == 0 && kOnly == 0) {
+        if (bwd_dx_half_jobs(a.k, a.g.th, a.g.tw, a.g.np)) return plane_or_tiled(std::true_type{});
+      }
+      return plane_or_tiled(std::false_type{});
     };
-    if constexpr (K == 0 && kOnly == 0) {
-      if (bwd_dx_half_jobs(a.k, a.g.th, a.g.tw, a.g.np)) return plane_or_tiled(std::true_type{});
-    }
-    return plane_or_tiled(std::false_type{});
+    return a.fold_base ? unfused(std::true_type{}) : unfused(std::false_type{});
   });
 }
 

@@ -163,9 +163,11 @@ Status forward_typed(const WtconvPlan& plan, const T* x, const WtconvParams& prm
 
 // The backward kernels run at stride 1 only: a strided backward runs its stride-1 twin's plan on the
 // full grid (backward_run), so a strided plan here is a caller's error, refused before any launch.
+// fold_base: dy is a stride-2 dy spread onto the full grid and the base kernel folds the base conv
+// into level 1 (plan.h: backward_folds_base).
 template <typename T>
 Status backward_typed(const WtconvPlan& plan, const T* dy, const T* x, const WtconvParams& prm, T* dx,
-                      const WtconvParamGrads& grads, void* ws, cudaStream_t stream) {
+                      const WtconvParamGrads& grads, void* ws, cudaStream_t stream, bool fold_base = false) {
   if (plan.stride != 1)
     return Status(StatusCode::kUnsupported, "wtconv backward: the kernels run at stride 1 only, got a plan of stride " +
                                                 std::to_string(plan.stride) +
@@ -190,6 +192,7 @@ Status backward_typed(const WtconvPlan& plan, const T* dy, const T* x, const Wtc
   a.tma_smem = plan.bwd_base_tma_smem;
   a.fused_smem = plan.bwd_fused_smem;
   prepare_backward_base(a);  // a fused backward computes level 2 in the base kernel: no level kernel, no dX_1
+  a.fold_base = fold_base && !a.fuse2;  // (the plan folds only where it does not fuse)
   if (!a.fuse2)
     for (int l = plan.L; l >= 2; --l) {
       st = l == 2 ? backward_level<T>(plan, l, prm, x, dy, ws, stream)
@@ -218,7 +221,8 @@ Status backward_typed(const WtconvPlan& plan, const T* dy, const T* x, const Wtc
 }
 
 // A run on the full grid (run.out_stride > 1): the stride-1 forward into the workspace, then y
-// subsampled from it; the backward's dy spread onto the full grid first, then the stride-1 backward.
+// subsampled from it; the backward's dy spread onto the full grid first, then the stride-1 backward
+// (at stride 2 with the base conv folded into level 1: backward_typed).
 template <typename T>
 Status forward_run(const WtconvRun& run, const T* x, const WtconvParams& prm, T* y, void* ws, cudaStream_t stream) {
   if (run.out_stride == 1) return forward_typed<T>(run.plan, x, prm, y, ws, stream);
@@ -240,7 +244,7 @@ Status backward_run(const WtconvRun& run, const T* dy, const T* x, const WtconvP
   T* const full = ws_at<T>(ws, run.full_offset);
   const cudaError_t e = launch_spread<T>(dy, full, p.B * p.C, p.H, p.W, ceil_div(p.H, s), ceil_div(p.W, s), s, stream);
   if (e != cudaSuccess) return cuda_status(e, "wtconv spread launch");
-  return backward_typed<T>(p, full, x, prm, dx, grads, ws, stream);
+  return backward_typed<T>(p, full, x, prm, dx, grads, ws, stream, backward_folds_base(s, p));
 }
 
 }  // namespace

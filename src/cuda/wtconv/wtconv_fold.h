@@ -1,4 +1,5 @@
-// Stride 2's base conv as four level-1 subband filters (docs/wtconv.md, note 124).
+// Stride 2's base conv as four level-1 subband filters, forward and backward (docs/wtconv.md,
+// notes 124 and 125).
 #pragma once
 
 #include "wtconv_layouts.h"
@@ -16,6 +17,9 @@ namespace wtconv_detail {
 // 2v - r + q), p, q in {0, 1}, that read pixel parity (p, q) of the coefficient u - r rows and
 // v - r columns away. The forward base kernel reads W0 (without s0) from global memory, once per
 // block; plain C++ too, so the CPU tests check the identity (test_wtconv_fold_cpu.cpp).
+// synth_child's sign of subband t at pixel parity (p, q): the row sign on S1, the column sign on S2.
+WTCONV_HOST_DEVICE inline bool fold_sign_negative(int t, int p, int q) { return ((t & 1) && p) != ((t & 2) && q); }
+
 WTCONV_HOST_DEVICE inline float folded_base_tap(const float* w0c, int k, int t, int u, int v) {
   const int r = k / 2;
   float acc = 0.f;
@@ -25,11 +29,53 @@ WTCONV_HOST_DEVICE inline float folded_base_tap(const float* w0c, int k, int t, 
     for (int q = 0; q < 2; ++q) {
       const int b = 2 * v - r + q;
       if (b < 0 || b >= k) continue;
-      const bool neg = ((t & 1) && p) != ((t & 2) && q);  // synth_child: row sign on S1, column sign on S2
-      acc += neg ? -w0c[a * k + b] : w0c[a * k + b];
+      acc += fold_sign_negative(t, p, q) ? -w0c[a * k + b] : w0c[a * k + b];
     }
   }
   return 0.5f * acc;
+}
+
+// The backward at stride 2 runs on dy spread onto the full grid (D: dy at the pixels (2m, 2n), zeros
+// between them), so every 2 x 2 block of D holds one sample, at its first pixel, and the level-1
+// gradient G_1 = Haar(D) is dy / 2 in every subband. The base part of dx, dx_base = s0 (flipped W0)
+// conv D, then has Haar coefficients that are k x k correlations of dy: subband t of dx_base at
+// coefficient (m, n) is sum_{i, j} U_t[i][j] dy(m + i - r, n + j - r) with
+//   U_t[i][j] = 1/2 sum_{p, q in {0, 1}} sgn(t, p, q) s0 W0[p + 3r - 2i][q + 3r - 2j]
+// (taps inside the filter only; pixel (2m + p, 2n + q) reads D at (2m + p - a + r, ...), a sample
+// only where p - a + r = 2 (i - r)). As a correlation of G_1 = dy / 2 that is 2 U_t, which joins the
+// level-1 filter of subband t, s1 (flipped W_1t): dx is the synthesis of four subband correlations
+// of G_1 alone, with no base conv over the pixels. Returned: 2 U_t[i][j] / s0, from W0 as stored
+// (not flipped).
+WTCONV_HOST_DEVICE inline float folded_dx_tap(const float* w0c, int k, int t, int i, int j) {
+  const int r = k / 2;
+  float acc = 0.f;
+  for (int p = 0; p < 2; ++p) {
+    const int a = p + 3 * r - 2 * i;
+    if (a < 0 || a >= k) continue;
+    for (int q = 0; q < 2; ++q) {
+      const int b = q + 3 * r - 2 * j;
+      if (b < 0 || b >= k) continue;
+      acc += fold_sign_negative(t, p, q) ? -w0c[a * k + b] : w0c[a * k + b];
+    }
+  }
+  return acc;
+}
+
+// The base weight's correlation at stride 2 from the level-1 ones, for the same reason: with
+// C0[a][b] = sum D(P, Q) x(P + a - r, Q + b - r) and C_1t[u][v] = sum G_1t(m, n) Y_1t(m + u - r,
+// n + v - r) (G_1t = dy / 2), x's pixel at parity (p, q) is 1/2 sum_t sgn(t, p, q) Y_1t, so
+//   C0[a][b] = sum_t sgn(t, pa, pb) C_1t[u][v],  pa = (a - r) mod 2, u = (a - r - pa) / 2 + r
+// (likewise pb, v). The tap of C_1t that C0[a][b] takes, and its sign.
+struct FoldedCorrTap {
+  int u, v;
+};
+WTCONV_HOST_DEVICE inline FoldedCorrTap folded_corr_tap(int k, int a, int b) {
+  const int r = k / 2, pa = (a - r) & 1, pb = (b - r) & 1;  // & 1: the parity of negative offsets too
+  return FoldedCorrTap{(a - r - pa) / 2 + r, (b - r - pb) / 2 + r};
+}
+WTCONV_HOST_DEVICE inline bool folded_corr_negative(int k, int t, int a, int b) {
+  const int r = k / 2;
+  return fold_sign_negative(t, (a - r) & 1, (b - r) & 1);
 }
 
 }  // namespace wtconv_detail

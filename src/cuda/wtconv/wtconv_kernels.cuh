@@ -177,6 +177,10 @@ struct BwdBaseArgs {
   float* partial2 = nullptr;
   TileDivmod fplane, frow;      // fused Haar pass: 4 x 4 pixel blocks per plane (eh2 * ew2) and per row (ew2)
   FastDivmod l2cols, l2strips;  // level-2 convs: column pairs of tw2, 4-row strips of th2
+  // Stride 2 (dy spread onto the full grid; unfused instances): the base conv folded into the
+  // level-1 filters and C0 formed from the level-1 correlations (wtconv_fold.h: folded_dx_tap,
+  // folded_corr_tap), so the kernel runs no base conv and no base correlation.
+  bool fold_base = false;
 };
 // Host: the backward base's staging (TMA, level 2 fused) and its tensor maps, decided before the
 // level kernels, which a fused backward skips.

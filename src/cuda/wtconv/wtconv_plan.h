@@ -482,6 +482,14 @@ inline bool forward_on_full_grid(int64_t stride, const WtconvPlan& full) {
   return stride > 1 && (full.fwd_fused_smem > 0 || (stride == 3 && full.fwd_base_tma_smem > 0));
 }
 inline bool backward_on_full_grid(int64_t stride) { return stride > 1; }
+// At stride 2 the backward base kernel on the spread dy folds the base conv and its correlation
+// into level 1 (wtconv_fold.h: folded_dx_tap, folded_corr_tap; docs/wtconv.md, note 125): half the
+// multiply-adds of dx and the weight gradients. Not where the stride-1 twin fuses level 2, whose
+// fused kernel keeps its own base passes; decided by the plan, so the same problem folds or not
+// whatever its pointers' alignment. `full` is the plan of the stride-1 problem.
+inline bool backward_folds_base(int64_t stride, const WtconvPlan& full) {
+  return stride == 2 && full.bwd_fused_smem == 0;
+}
 
 // What one forward or backward runs: the plan of its kernels (the problem's own, or its stride-1
 // twin on the full grid) and its workspace.
