@@ -76,7 +76,8 @@ def measure(module: nn.Module, x: torch.Tensor, grad_y: torch.Tensor, calls: int
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--shapes", nargs="+", default=DEFAULT_SHAPES, help="B,C,H,W,kernel_size,wt_levels")
+    ap.add_argument("--shapes", nargs="+", default=DEFAULT_SHAPES,
+                    help="B,C,H,W,kernel_size,wt_levels[,stride] (stride 1 when left out)")
     ap.add_argument("--tag", default="", help="label printed first on every line (e.g. the build)")
     ap.add_argument("--calls", type=int, default=30)
     ap.add_argument("--reps", type=int, default=5)
@@ -86,12 +87,13 @@ def main() -> int:
         return 1
     print(f"# eager binding: {winconv.torch_ops_status() or 'C++ operator'}")
     for spec in args.shapes:
-        b, c, h, w, k, levels = (int(v) for v in spec.split(","))
+        b, c, h, w, k, levels, *rest = (int(v) for v in spec.split(","))
+        s = rest[0] if rest else 1
         torch.manual_seed(0)
         x = torch.randn(b, c, h, w, device="cuda")
-        grad_y = torch.randn_like(x)
-        ours = measure(WTConv2d(c, c, k, wt_levels=levels).cuda(), x, grad_y, args.calls, args.reps)
-        dw = measure(nn.Conv2d(c, c, 7, padding=3, groups=c).cuda(), x, grad_y, args.calls, args.reps)
+        grad_y = torch.randn(b, c, (h - 1) // s + 1, (w - 1) // s + 1, device="cuda")  # both modules' output size
+        ours = measure(WTConv2d(c, c, k, stride=s, wt_levels=levels).cuda(), x, grad_y, args.calls, args.reps)
+        dw = measure(nn.Conv2d(c, c, 7, stride=s, padding=3, groups=c).cuda(), x, grad_y, args.calls, args.reps)
         cells = " ".join(f"{name}={ours[name]:6.1f}/{dw[name]:6.1f}" for name in ours)
         print(f"{args.tag} {spec} winconv/depthwise7x7 us: {cells}", flush=True)
     return 0
