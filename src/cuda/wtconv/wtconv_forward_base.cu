@@ -106,7 +106,7 @@ __global__ void __launch_bounds__(kBlockThreads, kBound ? kBound : fwd_base_bloc
     else if (i < 5 * kk) {
       const int e = i - kk, t = e / kk;
       float w = 0.5f * a.s1[4 * c + t] * a.w1[int64_t(4 * c) * kk + e];
-      if (s == 2) w += s0 * folded_base_tap(a.w0 + int64_t(c) * kk, k, t, (e % kk) / k, (e % kk) % k);
+      if (stride_folds_base(s)) w += s0 * folded_base_tap(a.w0 + int64_t(c) * kk, k, t, (e % kk) / k, (e % kk) % k);
       w1s[t * fs + filter_slot(e % kk, k)] = w;
     } else {  // as the level kernel folds them (weight * scale * 2^-2)
       const int e = i - 5 * kk, t = e / kk;
@@ -434,7 +434,7 @@ __global__ void __launch_bounds__(kBlockThreads, kBound ? kBound : fwd_base_bloc
         if (b >= a.B || oy >= a.Ho || ox >= a.Wo) continue;
         const int py = s * oy, px = s * ox;
         float v = bias;
-        if (s != 2)  // stride 2: the base conv is in the level-1 filters (folded_base_tap)
+        if (!stride_folds_base(s))  // stride 2: the base conv is in the level-1 filters (folded_base_tap)
           with_compiled_k<K, kOnly>(k, [&](const int kw) {  // runtime k: at a compile-time k where it can be
             v += conv_window<K>(w0s, xs + p * xh * xw + (py - r - x0y) * xw + (px - r - x0x), xw, kw, wp);
           });

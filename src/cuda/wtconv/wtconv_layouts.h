@@ -192,12 +192,19 @@ WTCONV_HOST_DEVICE constexpr int bwd_quad_lead(int tw, int r) { return tw % 2 ==
 WTCONV_HOST_DEVICE constexpr int fwd_quad_lead(int tw, int r, int s) { return (s * tw) % 4 == 0 ? (2 * r) % 4 : 2; }
 WTCONV_HOST_DEVICE constexpr int quads_per_row(int cols, int lead) { return (cols + lead + 3) / 4; }
 
+// At stride 2 the outputs are the first children of the level-1 coefficients, and both directions
+// fold the base conv into the level-1 filters (wtconv_fold.h; docs/wtconv.md, notes 124 and 125):
+// the forward runs level 1's convs alone on its own schedule, the backward base kernel on the
+// spread dy runs no base conv and no base correlation. Every place that treats stride 2 apart asks
+// this.
+WTCONV_HOST_DEVICE constexpr bool stride_folds_base(int64_t s) { return s == 2; }
+
 // Level-1 coefficients per axis that a forward base tile of t outputs at stride s touches. Exact
 // for stride 1 (tile origins are multiples of t, hence even unless t = 1) and stride 2 (output i is
 // the first child of coefficient i); a bound otherwise (the first output's coefficient may sit at
 // an odd position).
 WTCONV_HOST_DEVICE inline int fwd_base_coef_extent(int s, int t) {
-  return s == 1 ? (t + 1) / 2 : s == 2 ? t : (s * (t - 1)) / 2 + 2;
+  return s == 1 ? (t + 1) / 2 : stride_folds_base(s) ? t : (s * (t - 1)) / 2 + 2;
 }
 
 // Forward base + level 1 kernel: output tile th x tw, stride s.

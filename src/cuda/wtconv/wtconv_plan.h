@@ -406,7 +406,7 @@ inline WtconvPlan make_wtconv_plan(const WtconvProblem& p, const WtconvTileHint&
   // and keeps the rule's tile where the sized width would conflict (runtime_k_bwd_fit_width_ok).
   // At stride 2 (the base conv folded into level 1: the kernel is level 1's convs, 4-row strips of
   // column pairs) the outputs are level-1 coefficients and the unit is 4.
-  const int fwd_unit = plan.stride == 2 ? kFoldedFwdFitUnit : kFwdFitUnit;
+  const int fwd_unit = stride_folds_base(plan.stride) ? kFoldedFwdFitUnit : kFwdFitUnit;
   if (hint.fwd_th == 0 && hint.fwd_tw == 0 && plan.stride <= 2 && plan.fwd_fused_smem == 0 &&
       fit_poorly_covering_tile(plan.fwd_base, plan.Ho, plan.Wo, fwd_unit)) {
     const WtconvPlan before = plan;
@@ -488,7 +488,7 @@ inline bool backward_on_full_grid(int64_t stride) { return stride > 1; }
 // fused kernel keeps its own base passes; decided by the plan, so the same problem folds or not
 // whatever its pointers' alignment. `full` is the plan of the stride-1 problem.
 inline bool backward_folds_base(int64_t stride, const WtconvPlan& full) {
-  return stride == 2 && full.bwd_fused_smem == 0;
+  return stride_folds_base(stride) && full.bwd_fused_smem == 0;
 }
 
 // What one forward or backward runs: the plan of its kernels (the problem's own, or its stride-1
