@@ -1,7 +1,8 @@
 // Tile sweep for the WTConv base kernels: times the forward and the backward of each shape of a
-// shapes CSV (bench/wtconv_shapes*.csv format; rows of stride 2 time the forward alone, on its own
-// schedule, the base conv folded into level 1: the backward runs the stride-1 twin's plan, and
-// other strides are skipped) with every power-of-two base tile
+// shapes CSV (bench/wtconv_shapes*.csv format; rows of stride 2 time the forward on its own
+// schedule and the backward on the full grid with the stride-1 twin's tiles, both with the base
+// conv folded into level 1 (make_wtconv_run, as the library runs them); other strides are skipped)
+// with every power-of-two base tile
 // from the power-of-two tile the rule starts from down to 8 x 8 outputs (forward) and 4 x 8
 // level-1 coefficients (backward), through the planner's tile hint (WtconvTileHint), and marks the
 // rule's choice, so a tile rule can be checked against measurements. Each tile's y, dx and
@@ -205,17 +206,19 @@ void sweep(const Shape& s, Precision prec, int iters) {
     }
   }
   const WtconvPlan rule = make_wtconv_plan(p);
+  // The backward as the library runs it (a strided one on the full grid, folded at stride 2); the
+  // forward on the problem's own schedule, whatever make_wtconv_run would pick for it.
   auto run_of = [&](const WtconvTileHint& h, bool backward) {
+    if (backward) return make_wtconv_run(p, true, h);
     WtconvRun r;
     r.plan = make_wtconv_plan(p, h);
-    r.bytes = backward ? r.plan.bwd_bytes : r.plan.fwd_bytes;
+    r.bytes = r.plan.fwd_bytes;
     return r;
   };
   std::vector<double> y_ref, dx_ref, g_ref;
   const char* dt = prec == Precision::kFP32 ? "fp32" : "fp16";
   for (const bool backward : {false, true}) {
     if (grid_mode && backward == fwd_grid) continue;
-    if (backward && p.stride > 1) continue;  // a strided backward is its stride-1 twin's
     // From the power-of-two tile the rule starts from (before its coverage step) down.
     const int cap = fwd_base_tile_cap(int(p.stride));
     const int th0 = backward ? pow2_at_least(rule.hl[1], 16) : pow2_at_least(rule.Ho, cap);

@@ -500,13 +500,14 @@ struct WtconvRun {
   size_t bytes = 0;        // workspace bytes
 };
 
-// Assumes wtconv_validate(problem) passed.
-inline WtconvRun make_wtconv_run(const WtconvProblem& p, bool backward) {
+// Assumes wtconv_validate(problem) passed. hint: the planner's tile hint (tile sweeps), passed to
+// whichever plan the run takes.
+inline WtconvRun make_wtconv_run(const WtconvProblem& p, bool backward, const WtconvTileHint& hint = {}) {
   WtconvRun run;
   if (p.stride > 1) {
     WtconvProblem full = p;
     full.stride = 1;
-    run.plan = make_wtconv_plan(full);
+    run.plan = make_wtconv_plan(full, hint);
     if (backward ? backward_on_full_grid(p.stride) : forward_on_full_grid(p.stride, run.plan)) {
       run.out_stride = int(p.stride);
       run.full_offset = align_up(backward ? run.plan.bwd_bytes : run.plan.fwd_bytes, kWorkspaceAlign);
@@ -514,7 +515,7 @@ inline WtconvRun make_wtconv_run(const WtconvProblem& p, bool backward) {
       return run;
     }
   }
-  run.plan = make_wtconv_plan(p);
+  run.plan = make_wtconv_plan(p, hint);
   run.bytes = backward ? run.plan.bwd_bytes : run.plan.fwd_bytes;
   return run;
 }
