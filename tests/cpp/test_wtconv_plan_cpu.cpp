@@ -673,6 +673,29 @@ TEST(WtconvPlan, ForwardFullGridRule) {
   }
 }
 
+// The backward folds the base conv into level 1 at stride 2 alone, and not where the stride-1
+// twin fuses level 2 (k = 5, L = 2, rows of whole 16 bytes): that kernel keeps its base passes.
+// Every strided backward runs on the full grid, folded or not.
+TEST(WtconvPlan, BackwardFoldRule) {
+  struct Case { int64_t w, k, levels, stride; Precision prec; bool fold; };
+  const Case cases[] = {{112, 5, 1, 2, Precision::kFP32, true},  {112, 5, 3, 2, Precision::kFP32, true},
+                        {75, 5, 2, 2, Precision::kFP32, true},   {112, 5, 2, 2, Precision::kFP32, false},
+                        {112, 5, 2, 2, Precision::kBF16, false}, {112, 7, 2, 2, Precision::kFP16, true},
+                        {112, 3, 2, 2, Precision::kFP32, true},  {112, 9, 2, 2, Precision::kFP32, true},
+                        {112, 1, 2, 2, Precision::kFP16, true},  {112, 5, 1, 3, Precision::kFP32, false},
+                        {112, 7, 3, 4, Precision::kFP32, false}, {112, 7, 3, 1, Precision::kFP32, false}};
+  for (const Case& c : cases) {
+    WtconvProblem p;
+    p.batch = 8; p.channels = 64; p.height = 100; p.width = c.w; p.kernel_size = c.k; p.levels = c.levels;
+    p.stride = c.stride; p.precision = c.prec;
+    SCOPED_TRACE(describe(p));
+    const WtconvRun run = make_wtconv_run(p, true);
+    EXPECT_EQ(run.out_stride, c.stride);
+    EXPECT_EQ(backward_folds_base(c.stride, run.plan), c.fold);
+    if (c.stride == 2) EXPECT_EQ(run.plan.bwd_fused_smem > 0, !c.fold) << "at stride 2 the fused twins alone keep the base passes";
+  }
+}
+
 TEST(WtconvPlan, LevelTwoReadsTheActivations) {
   // L == 2: no stored X_1 (forward) and no X_1 or G_1 (backward); the workspace shrinks by exactly
   // those chains. The forward at L >= 3 keeps its cascade; the 16-bit backward at L >= 3 reads x
