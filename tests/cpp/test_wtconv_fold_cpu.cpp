@@ -20,7 +20,7 @@ namespace winconv {
 namespace {
 
 using wtconv_detail::folded_base_tap;
-using wtconv_detail::folded_corr_negative;
+using wtconv_detail::fold_sign_negative;
 using wtconv_detail::folded_corr_tap;
 using wtconv_detail::folded_dx_tap;
 
@@ -188,7 +188,7 @@ double folded_corr_error(int H, int W, int k, std::mt19937& rng) {
       const auto f = folded_corr_tap(k, a, b);
       if (f.u < 0 || f.u >= k || f.v < 0 || f.v >= k) return INFINITY;  // a tap outside C_1's k x k
       double folded = 0;
-      for (int t = 0; t < 4; ++t) folded += (folded_corr_negative(k, t, a, b) ? -1 : 1) * c1(t, f.u, f.v);
+      for (int t = 0; t < 4; ++t) folded += (fold_sign_negative(t, f.pa, f.pb) ? -1 : 1) * c1(t, f.u, f.v);
       err = std::max(err, std::fabs(direct - folded));
       scale = std::max(scale, std::fabs(direct));
     }

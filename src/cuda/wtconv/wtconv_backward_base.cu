@@ -170,7 +170,6 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(kOnly ? 
   // at the register bound, and their reloads stalled every item's correlation start (perf note
   // 36; the fixed-tile instance kept them until its 4 x 4 strips needed the registers, note 39).
   const int lparts = kFuse2 ? parts - 2 : parts;  // level-1 parts
-  constexpr bool fold = kFold;  // stride 2 folded: no base conv, no base correlation
   // row_part: the level rows a thread takes, for_strided_rows(row_part, ...). Folded, the second
   // half of the block runs level jobs too, laid out as the first half's (warp w: subband w % 4),
   // on the row parts after the first half's, and keeps its sums in the base jobs' slots of red.
@@ -181,7 +180,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(kOnly ? 
   const auto corr_role = [&](int tid) {
     const int half = kBlockThreads / 2, local = tid % half, lane = tid % 32;
     CorrRole o;
-    if (fold) {
+    if (kFold) {
       const bool upper = tid >= half;
       o.base_job = o.l2_job = false;
       o.sb = local / 32;
@@ -397,7 +396,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(kOnly ? 
           const int col = 2 * j.col, p = j.slot, b = pos.b0 + p, x = 2 * pos.x0 + col, y0 = 2 * pos.y0 + j.row0;
           if (b >= a.B || x >= a.W || y0 >= a.H) return;
           float acc[R][2];
-          if (fold) {  // the base conv is in the level-1 filters
+          if (kFold) {  // the base conv is in the level-1 filters
 #pragma unroll
             for (int o = 0; o < R; ++o) acc[o][0] = acc[o][1] = 0.f;
           } else {
@@ -541,7 +540,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(kOnly ? 
           if (y >= a.H) break;
           const float* drow = ds + p * pplane + (2 * ty + dy + r) * pw + (2 * tx0 + r);
           float base[4] = {0.f, 0.f, 0.f, 0.f};  // folded: the base conv is in the level-1 filters
-          if (!fold)
+          if (!kFold)
             with_compiled_k<K, kOnly>(k, [&](const int kw) {
               conv_adjacent_windows_by<4>(window_vector_width(kw, pw, 4), w0f, wp, drow, pw, kw, npix, base);
             });
@@ -572,7 +571,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(kOnly ? 
           const float* yb = l2_job ? y2s : ys;
           const float* gb = l2_job ? g2s : gs;
           const int lplane = l2_job ? eh2 * ew2 : plane, lpitch = l2_job ? ew2 : lp;
-          const int row_parts = l2_job ? parts - lparts : fold ? 2 * lparts : lparts;
+          const int row_parts = l2_job ? parts - lparts : kFold ? 2 * lparts : lparts;
           for_strided_rows<kFixed>(role.row_part, row_parts, l2_job ? th2 : th, np, [&](int p, int ty) {
             const float* yrow = yb + (p * 4 + sb) * lplane + (ty + ci) * lpitch;
             const float* grow = gb + (p * 4 + sb) * lplane + (ty + r) * lpitch + r;
@@ -583,7 +582,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(kOnly ? 
               corr_row<KC::value>(acc, yrow, grow, tw, k);
             // Folded: sum(D) is twice the sum of G_1's LL over the tile (G_1 = dy / 2), on one lane
             // per warp of subband 0.
-            if (fold && sb == 0 && ci == 0)
+            if (kFold && sb == 0 && ci == 0)
               for (int n = 0; n < tw; ++n) dsum += grow[n];
           });
         } else {
@@ -610,7 +609,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(kOnly ? 
       if (K > 0 || j < k) red[(role.part * jobs + role.job) * k + j] = float(tot[j]);
     if (role.base_job && role.ci == 0) red_sum[role.part * 4 + role.sb] = float(tot_sum);
     // Folded: the sums of G_1's LL, slot 0 of a part from the first half, slot 1 from the second.
-    if (fold && role.sb == 0 && role.ci == 0) red_sum[role.part * 4 + (role.job >= 4 * k)] = float(tot_sum);
+    if (kFold && role.sb == 0 && role.ci == 0) red_sum[role.part * 4 + (role.job >= 4 * k)] = float(tot_sum);
   }
   __syncthreads();
   // Partial layout per (channel, split): [0, kk) C0, [kk] sum(D), [kk + 1, 5kk + 1) C_1.
@@ -619,7 +618,7 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(kOnly ? 
     float sum = 0.f;
     for (int q = 0; q < lparts; ++q) {
       sum += red[(q * jobs + t * k + i) * k + j];
-      if (fold) sum += red[(q * jobs + 4 * k + t * k + i) * k + j];
+      if (kFold) sum += red[(q * jobs + 4 * k + t * k + i) * k + j];
     }
     return sum;
   };
@@ -628,18 +627,18 @@ __global__ void __launch_bounds__(kBlockThreads, bwd_base_blocks_per_sm(kOnly ? 
     float sum = 0.f;
     if (e < kk) {
       const int i = e / k, j = e % k;
-      if (fold) {  // C0 from the level-1 correlations (folded_corr_tap)
+      if (kFold) {  // C0 from the level-1 correlations (folded_corr_tap)
         const FoldedCorrTap f = folded_corr_tap(k, i, j);
         for (int t = 0; t < 4; ++t) {
           const float ct = level_corr(t, f.u, f.v);
-          sum += folded_corr_negative(k, t, i, j) ? -ct : ct;
+          sum += fold_sign_negative(t, f.pa, f.pb) ? -ct : ct;
         }
       } else {
         for (int u = 0; u < 4; ++u)
           for (int q = 0; q < parts; ++q) sum += red[(q * jobs + 4 * k + u * k + i) * k + j];
       }
     } else if (e == kk) {
-      if (fold)
+      if (kFold)
         for (int q = 0; q < parts; ++q) sum += 2.f * (red_sum[q * 4] + red_sum[q * 4 + 1]);
       else
         for (int u = 0; u < 4; ++u)

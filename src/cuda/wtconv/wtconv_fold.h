@@ -7,6 +7,9 @@
 namespace winconv {
 namespace wtconv_detail {
 
+// synth_child's sign of subband t at pixel parity (p, q): the row sign on S1, the column sign on S2.
+WTCONV_HOST_DEVICE inline bool fold_sign_negative(int t, int p, int q) { return ((t & 1) && p) != ((t & 2) && q); }
+
 // Stride 2 keeps only the outputs (2i, 2j), the first children of the level-1 coefficients (i, j),
 // and the pixels of x are the Haar synthesis of Y_1: x(2m + p, 2n + q) = 1/2 sum_t sgn(t, p, q)
 // Y_1t(m, n) (synth_child's signs). So the base conv at those outputs is a sum of four k x k convs
@@ -17,10 +20,8 @@ namespace wtconv_detail {
 // 2v - r + q), p, q in {0, 1}, that read pixel parity (p, q) of the coefficient u - r rows and
 // v - r columns away. The forward base kernel reads W0 (without s0) from global memory, once per
 // block; plain C++ too, so the CPU tests check the identity (test_wtconv_fold_cpu.cpp).
-// synth_child's sign of subband t at pixel parity (p, q): the row sign on S1, the column sign on S2.
-WTCONV_HOST_DEVICE inline bool fold_sign_negative(int t, int p, int q) { return ((t & 1) && p) != ((t & 2) && q); }
-
-WTCONV_HOST_DEVICE inline float folded_base_tap(const float* w0c, int k, int t, int u, int v) {
+// folded_tap_sum is the signed sum of the base taps, without the synthesis' 1/2.
+WTCONV_HOST_DEVICE inline float folded_tap_sum(const float* w0c, int k, int t, int u, int v) {
   const int r = k / 2;
   float acc = 0.f;
   for (int p = 0; p < 2; ++p) {
@@ -32,7 +33,10 @@ WTCONV_HOST_DEVICE inline float folded_base_tap(const float* w0c, int k, int t, 
       acc += fold_sign_negative(t, p, q) ? -w0c[a * k + b] : w0c[a * k + b];
     }
   }
-  return 0.5f * acc;
+  return acc;
+}
+WTCONV_HOST_DEVICE inline float folded_base_tap(const float* w0c, int k, int t, int u, int v) {
+  return 0.5f * folded_tap_sum(w0c, k, t, u, v);
 }
 
 // The backward at stride 2 runs on dy spread onto the full grid (D: dy at the pixels (2m, 2n), zeros
@@ -45,37 +49,25 @@ WTCONV_HOST_DEVICE inline float folded_base_tap(const float* w0c, int k, int t, 
 // only where p - a + r = 2 (i - r)). As a correlation of G_1 = dy / 2 that is 2 U_t, which joins the
 // level-1 filter of subband t, s1 (flipped W_1t): dx is the synthesis of four subband correlations
 // of G_1 alone, with no base conv over the pixels. Returned: 2 U_t[i][j] / s0, from W0 as stored
-// (not flipped).
+// (not flipped). With u = 2r - i, p + 3r - 2i = 2u - r + p: U_t is the forward's V_t flipped, as
+// the backward's level-1 filters are the forward's flipped, so this is the forward's signed sum at
+// the flipped tap (folded_tap_sum; folded_base_tap is half of it).
 WTCONV_HOST_DEVICE inline float folded_dx_tap(const float* w0c, int k, int t, int i, int j) {
-  const int r = k / 2;
-  float acc = 0.f;
-  for (int p = 0; p < 2; ++p) {
-    const int a = p + 3 * r - 2 * i;
-    if (a < 0 || a >= k) continue;
-    for (int q = 0; q < 2; ++q) {
-      const int b = q + 3 * r - 2 * j;
-      if (b < 0 || b >= k) continue;
-      acc += fold_sign_negative(t, p, q) ? -w0c[a * k + b] : w0c[a * k + b];
-    }
-  }
-  return acc;
+  return folded_tap_sum(w0c, k, t, k - 1 - i, k - 1 - j);
 }
 
 // The base weight's correlation at stride 2 from the level-1 ones, for the same reason: with
 // C0[a][b] = sum D(P, Q) x(P + a - r, Q + b - r) and C_1t[u][v] = sum G_1t(m, n) Y_1t(m + u - r,
 // n + v - r) (G_1t = dy / 2), x's pixel at parity (p, q) is 1/2 sum_t sgn(t, p, q) Y_1t, so
 //   C0[a][b] = sum_t sgn(t, pa, pb) C_1t[u][v],  pa = (a - r) mod 2, u = (a - r - pa) / 2 + r
-// (likewise pb, v). The tap of C_1t that C0[a][b] takes, and its sign.
+// (likewise pb, v). The tap of C_1t that C0[a][b] takes, and the pixel parity that signs it
+// (fold_sign_negative(t, pa, pb)).
 struct FoldedCorrTap {
-  int u, v;
+  int u, v, pa, pb;
 };
 WTCONV_HOST_DEVICE inline FoldedCorrTap folded_corr_tap(int k, int a, int b) {
   const int r = k / 2, pa = (a - r) & 1, pb = (b - r) & 1;  // & 1: the parity of negative offsets too
-  return FoldedCorrTap{(a - r - pa) / 2 + r, (b - r - pb) / 2 + r};
-}
-WTCONV_HOST_DEVICE inline bool folded_corr_negative(int k, int t, int a, int b) {
-  const int r = k / 2;
-  return fold_sign_negative(t, (a - r) & 1, (b - r) & 1);
+  return FoldedCorrTap{(a - r - pa) / 2 + r, (b - r - pb) / 2 + r, pa, pb};
 }
 
 }  // namespace wtconv_detail
