@@ -28,6 +28,19 @@ def test_reads_the_shapes_file():
     assert (big.batch, big.channels, big.height, big.width) == (16, 128, 512, 512)
 
 
+def test_every_shape_file_reads_and_the_drawn_sets_match_their_rule():
+    for path in sorted((REPO_ROOT / "bench").glob("wtconv_shapes*.csv")):
+        names = [s.name for s in wtconv_bench.read_shapes(path)]
+        assert names and len(names) == len(set(names)), path.name
+    # Sets 7 and 8 name the seed and prefix they were drawn with; the script must still draw them.
+    sys.path.insert(0, str(REPO_ROOT / "dev" / "python"))
+    import draw_wtconv_shapes
+
+    for name, seed, prefix in (("wtconv_shapes_unseen7.csv", 61207, "q"), ("wtconv_shapes_unseen8.csv", 81206, "r")):
+        rows = [line for line in (REPO_ROOT / "bench" / name).read_text().splitlines() if not line.startswith("#")]
+        assert rows[1:] == draw_wtconv_shapes.draw(seed, 10, prefix), name
+
+
 def test_stride_column_is_optional(tmp_path):
     path = tmp_path / "shapes.csv"
     path.write_text("# comment\nname,B,C,H,W,kernel_size,wt_levels,stride\na,2,3,9,10,5,2,2\nb,1,4,8,8,3,1,\n")
