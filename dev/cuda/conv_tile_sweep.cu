@@ -2,7 +2,10 @@
 // (both layouts, the on-chip algorithm) and marks the one select_tile chooses, so the selection
 // rule can be checked against measurements. Each shape's output is compared with the selected
 // shape's (same reduction order per element, so they agree to rounding). With TILES = selected
-// only the chosen shape runs (dev/variants/compare-conv times kernel variants that way).
+// only the chosen shape runs (dev/variants/compare-conv times kernel variants that way). NCHW
+// layers with C*R*S <= kShallowMaxDepth also time the direct shallow kernel (tile "direct",
+// conv2d_forward_shallow), which the rule chooses for up to kShallowMaxFilters filters
+// (shallow_select.h).
 //
 //   conv_tile_sweep LAYERS_CSV [BATCH] [ITERS] [all|selected]
 //
@@ -27,6 +30,7 @@
 #include "bench_common.h"
 #include "cuda/conv2d_forward_tiled.h"
 #include "cuda/cuda_status.h"
+#include "cuda/im2win/shallow_select.h"
 #include "cuda/im2win/tile_select.h"
 
 using namespace winconv;
@@ -103,13 +107,25 @@ int main(int argc, char** argv) {
       fill(x, nx, 1); fill(w, nw, 2);
       st = conv2d_forward(cfg, x, w, yref, ws, ws_bytes, nullptr);
       if (!st.ok()) { std::fprintf(stderr, "%s: %s\n", l.name.c_str(), st.message().c_str()); return 1; }
-      const im2win::TileShape chosen = conv2d_gemm_plan(cfg, sms, nullptr).tile;
+      const Conv2dGemmPlan plan = conv2d_gemm_plan(cfg, sms, nullptr);
+      const im2win::TileShape chosen = plan.tile;
       std::vector<float> href(ny), h(ny);
       CHECK_CUDA(cudaMemcpy(href.data(), yref, ny * 4, cudaMemcpyDeviceToHost));
-      for (im2win::TileShape t : kTiles) {
-        if (selected_only && t != chosen) continue;
+      // Variant v < 5: the GEMM with tile kTiles[v]; v == 5: the direct shallow kernel.
+      const bool direct_fits = layout == Layout::kNCHW &&
+                               cfg.problem.c * cfg.problem.r * cfg.problem.s <= im2win::kShallowMaxDepth;
+      for (int v = 0; v <= 5; ++v) {
+        const bool direct = v == 5;
+        if (direct && !direct_fits) continue;
+        const im2win::TileShape t = direct ? chosen : kTiles[v];
+        const bool selected = direct ? plan.shallow : !plan.shallow && t == chosen;
+        if (selected_only && !selected) continue;
+        auto run = [&]() {
+          return direct ? conv2d_forward_shallow(cfg, x, w, y, nullptr)
+                        : conv2d_forward_tiled(cfg, x, w, y, ws, ws_bytes, nullptr, &t);
+        };
         CHECK_CUDA(cudaMemset(y, 0xff, ny * 4));  // NaN poison
-        st = conv2d_forward_tiled(cfg, x, w, y, ws, ws_bytes, nullptr, &t);
+        st = run();
         if (!st.ok()) { std::fprintf(stderr, "%s: %s\n", l.name.c_str(), st.message().c_str()); return 1; }
         CHECK_CUDA(cudaMemcpy(h.data(), y, ny * 4, cudaMemcpyDeviceToHost));
         double num = 0, den = 0;
@@ -122,19 +138,19 @@ int main(int argc, char** argv) {
           num = std::isnan(h[i]) ? INFINITY : std::max(num, std::fabs(d));
           den = std::max(den, std::fabs(double(href[i])));
         }
-        for (int i = 0; i < 2; ++i) conv2d_forward_tiled(cfg, x, w, y, ws, ws_bytes, nullptr, &t);
+        for (int i = 0; i < 2; ++i) run();
         CHECK_CUDA(cudaEventRecord(e0));
-        for (int i = 0; i < iters; ++i) conv2d_forward_tiled(cfg, x, w, y, ws, ws_bytes, nullptr, &t);
+        for (int i = 0; i < iters; ++i) run();
         CHECK_CUDA(cudaEventRecord(e1));
         CHECK_CUDA(cudaEventSynchronize(e1));
         float ms = 0;
         CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
         ms /= iters;
-        const im2win::KSplit ks = conv2d_gemm_plan(cfg, sms, &t).ksplit;
+        const im2win::KSplit ks = direct ? im2win::KSplit{} : conv2d_gemm_plan(cfg, sms, &t).ksplit;
         std::printf("%s %s %s %.4f %.2f %.2e %d%s %s %016llx\n", l.name.c_str(),
-                    layout == Layout::kNCHW ? "nchw" : "nhwc", im2win::tile_name(t), ms,
-                    cfg.problem.flops() / ms * 1e-9, num / (den > 0 ? den : 1), ks.splits, ks.head_tiles > 0 ? "t" : "",
-                    t == chosen ? "*" : "-", static_cast<unsigned long long>(hash));
+                    layout == Layout::kNCHW ? "nchw" : "nhwc", direct ? "direct" : im2win::tile_name(t), ms,
+                    cfg.problem.flops() / ms * 1e-9, num / (den > 0 ? den : 1), direct ? 1 : ks.splits,
+                    ks.head_tiles > 0 ? "t" : "", selected ? "*" : "-", static_cast<unsigned long long>(hash));
         std::fflush(stdout);
       }
       CHECK_CUDA(cudaFree(x)); CHECK_CUDA(cudaFree(w)); CHECK_CUDA(cudaFree(y));

@@ -1,8 +1,6 @@
 // conv2d's GPU entry points in a build without a CUDA compiler: they validate their arguments
 // like the real ones and then report that no device path exists.
 #if !WINCONV_HAVE_CUDA
-#include <utility>
-
 #include "common/conv2d_validate.h"
 #include "winconv/conv2d.h"
 
@@ -22,13 +20,8 @@ Status conv2d_forward_workspace_size(const Conv2dConfig& config, size_t* bytes) 
 
 Status conv2d_forward(const Conv2dConfig& config, const void* x, const void* w, void* y, void*, size_t,
                       cudaStream_t) {
-  Status st = conv2d_validate(config);
+  Status st = conv2d_check_call(config, x, w, y);
   if (!st.ok()) return st;
-  const std::pair<const char*, const void*> pointers[] = {{"x", x}, {"w", w}, {"y", y}};
-  for (const auto& [name, ptr] : pointers) {
-    st = conv2d_check_pointer(name, ptr, kConv2dPointerAlignment);
-    if (!st.ok()) return st;
-  }
   return no_cuda();
 }
 

@@ -4,6 +4,7 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "common/conv2d_validate.h"
 #include "winconv/conv2d.h"
@@ -162,6 +163,17 @@ Status conv2d_check_pointer(const char* name, const void* ptr, size_t alignment)
     return Status(StatusCode::kMisalignedPointer,
                   cat(name, " must be aligned to ", alignment, " bytes, got address 0x", std::hex,
                       addr, " (", std::dec, addr % alignment, " bytes past a boundary)"));
+  }
+  return Status::Ok();
+}
+
+Status conv2d_check_call(const Conv2dConfig& config, const void* x, const void* w, const void* y) {
+  Status st = conv2d_validate(config);
+  if (!st.ok()) return st;
+  const std::pair<const char*, const void*> pointers[] = {{"x", x}, {"w", w}, {"y", y}};
+  for (const auto& [name, ptr] : pointers) {
+    st = conv2d_check_pointer(name, ptr, kConv2dPointerAlignment);
+    if (!st.ok()) return st;
   }
   return Status::Ok();
 }

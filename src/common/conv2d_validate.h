@@ -19,4 +19,8 @@ Conv2dAlgo conv2d_resolve_algo(const Conv2dConfig& config);
 // Alignment conv2d_forward requires of x, w, y and the workspace (16-byte vector loads).
 constexpr size_t kConv2dPointerAlignment = 16;
 
+// What every GPU forward entry checks before it plans: conv2d_validate, then x, w and y non-null
+// and kConv2dPointerAlignment-aligned (the first failure, naming the tensor).
+Status conv2d_check_call(const Conv2dConfig& config, const void* x, const void* w, const void* y);
+
 }  // namespace winconv

@@ -5,6 +5,7 @@
 #include "cuda/conv2d_forward_tiled.h"
 #include "cuda/cuda_status.h"
 #include "cuda/im2win/conv_fp32_launch.h"
+#include "cuda/im2win/conv_shallow.h"
 #include "cuda/im2win/im2win_transform.h"
 #include "cuda/im2win/reduction_table.h"
 #include "cuda/im2win/splitk_reduce.h"
@@ -44,6 +45,7 @@ struct WorkspaceLayout {
 WorkspaceLayout workspace_layout(const Conv2dConfig& config, Conv2dAlgo algo, const Conv2dGemmPlan& plan) {
   const Conv2dProblem& pb = config.problem;
   WorkspaceLayout l;
+  if (plan.shallow) return l;  // reads w as given: no repacked filter, nothing else
   l.filter_bytes = sizeof(float) * size_t(padded_kg(pb)) * size_t(padded_k(pb));
   l.total = l.filter_bytes;
   auto place = [&l](size_t bytes, size_t* offset) {
@@ -61,6 +63,20 @@ WorkspaceLayout workspace_layout(const Conv2dConfig& config, Conv2dAlgo algo, co
   return l;
 }
 
+// The direct shallow kernel's view of a validated NCHW problem (its sizes fit int: one image of x
+// and of y index in 32 bits, conv2d_validate).
+im2win::ShallowConvParams shallow_params(const Conv2dProblem& pb, const void* x, const void* w, void* y) {
+  im2win::ShallowConvParams a;
+  a.x = static_cast<const float*>(x);
+  a.w = static_cast<const float*>(w);
+  a.y = static_cast<float*>(y);
+  a.n = pb.n;
+  a.c = int(pb.c); a.h = int(pb.h); a.w_in = int(pb.w); a.k = int(pb.k); a.r = int(pb.r); a.s = int(pb.s);
+  a.p = int(pb.p()); a.q = int(pb.q());
+  a.stride_h = int(pb.stride_h); a.stride_w = int(pb.stride_w); a.pad_h = int(pb.pad_h); a.pad_w = int(pb.pad_w);
+  return a;
+}
+
 // The SM count of the current device, 0 when there is none (the workspace query still answers).
 int current_sms() {
   int num_sms = 0;
@@ -72,6 +88,11 @@ int current_sms() {
 Conv2dGemmPlan conv2d_gemm_plan(const Conv2dConfig& config, int num_sms, const im2win::TileShape* tile_override) {
   const Conv2dProblem& pb = config.problem;
   Conv2dGemmPlan g;
+  g.shallow = !tile_override &&
+              im2win::shallow_direct_selected(config.layout == Layout::kNCHW,
+                                              conv2d_resolve_algo(config) == Conv2dAlgo::kOnChip, pb.c, pb.r, pb.s,
+                                              pb.k) &&
+              im2win::shallow_kernel_fits(shallow_params(pb, nullptr, nullptr, nullptr));
   g.m = pb.n * pb.p() * pb.q();
   g.n = pb.k;
   g.a_order = config.layout == Layout::kNHWC && pb.c % 4 == 0 ? im2win::AStageOrder::kPixelMajor
@@ -101,13 +122,8 @@ Status conv2d_forward(const Conv2dConfig& config, const void* x, const void* w, 
 
 Status conv2d_forward_tiled(const Conv2dConfig& config, const void* x, const void* w, void* y, void* workspace,
                             size_t workspace_bytes, cudaStream_t stream, const im2win::TileShape* tile_override) {
-  Status st = conv2d_validate(config);
+  Status st = conv2d_check_call(config, x, w, y);
   if (!st.ok()) return st;
-  const std::pair<const char*, const void*> pointers[] = {{"x", x}, {"w", w}, {"y", y}};
-  for (const auto& [name, ptr] : pointers) {
-    st = conv2d_check_pointer(name, ptr, kConv2dPointerAlignment);
-    if (!st.ok()) return st;
-  }
   int num_sms = 0;
   st = cuda_check_device(&num_sms);
   if (!st.ok()) return st;
@@ -125,6 +141,11 @@ Status conv2d_forward_tiled(const Conv2dConfig& config, const void* x, const voi
   }
 
   const Conv2dProblem& pb = config.problem;
+  if (plan.shallow) {
+    WINCONV_RETURN_IF_CUDA_ERROR(
+        im2win::launch_conv_fp32_shallow_nchw(shallow_params(pb, x, w, y), num_sms, stream), "shallow conv launch");
+    return Status::Ok();
+  }
   const bool nchw = config.layout == Layout::kNCHW;
   const bool materialized = algo == Conv2dAlgo::kMaterialized;
   // Whole 16-byte channel groups (x is 16-byte aligned): coalesced vector copies of the window.
@@ -191,6 +212,20 @@ Status conv2d_forward_tiled(const Conv2dConfig& config, const void* x, const voi
   }
   if (sk.k_splits > 1)
     WINCONV_RETURN_IF_CUDA_ERROR(im2win::launch_splitk_reduce(p, sk, nchw, stream), "split-K reduction launch");
+  return Status::Ok();
+}
+
+Status conv2d_forward_shallow(const Conv2dConfig& config, const void* x, const void* w, void* y, cudaStream_t stream) {
+  Status st = conv2d_check_call(config, x, w, y);
+  if (!st.ok()) return st;
+  const im2win::ShallowConvParams a = shallow_params(config.problem, x, w, y);
+  if (config.layout != Layout::kNCHW || !im2win::shallow_kernel_fits(a))
+    return Status(StatusCode::kUnsupported, "the shallow kernel takes NCHW problems with C*R*S <= " +
+                                                    std::to_string(im2win::kShallowMaxDepth) + " only");
+  int num_sms = 0;
+  st = cuda_check_device(&num_sms);
+  if (!st.ok()) return st;
+  WINCONV_RETURN_IF_CUDA_ERROR(im2win::launch_conv_fp32_shallow_nchw(a, num_sms, stream), "shallow conv launch");
   return Status::Ok();
 }
 

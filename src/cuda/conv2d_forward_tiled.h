@@ -16,13 +16,16 @@ namespace winconv {
 // is stored (pixel-major for NHWC with C % 4 == 0: 16-byte channel copies), the tile shape and
 // the reduction splits. With no device (num_sms = 0) there is one split.
 struct Conv2dGemmPlan {
+  // The direct kernel instead of the GEMM (shallow_select.h): the fields below then go unused.
+  bool shallow = false;
   int64_t m = 0, n = 0;
   im2win::AStageOrder a_order = im2win::AStageOrder::kKMajor;
   im2win::TileShape tile = im2win::TileShape::k128x128;
   im2win::KSplit ksplit;
 };
 
-// tile_override: the shape to use instead of select_tile's (null: select_tile's).
+// tile_override: the shape to use instead of select_tile's (null: select_tile's, or the direct
+// shallow kernel where shallow_direct_selected holds; a tile override always runs the GEMM).
 Conv2dGemmPlan conv2d_gemm_plan(const Conv2dConfig& config, int num_sms, const im2win::TileShape* tile_override);
 
 // The workspace conv2d_forward_tiled needs with this tile (null: select_tile's).
@@ -31,5 +34,10 @@ Status conv2d_forward_tiled_workspace_size(const Conv2dConfig& config, const im2
 
 Status conv2d_forward_tiled(const Conv2dConfig& config, const void* x, const void* w, void* y, void* workspace,
                             size_t workspace_bytes, cudaStream_t stream, const im2win::TileShape* tile_override);
+
+// The direct shallow kernel on any NCHW problem it fits (C*R*S up to kShallowMaxDepth),
+// whatever the rule says: the tile sweep measures it beside the GEMM's tiles to place the rule's
+// filter threshold. No workspace. kInvalidArgument where the kernel does not fit the problem.
+Status conv2d_forward_shallow(const Conv2dConfig& config, const void* x, const void* w, void* y, cudaStream_t stream);
 
 }  // namespace winconv

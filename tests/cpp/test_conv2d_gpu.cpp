@@ -13,6 +13,7 @@
 #include "cuda/conv2d_forward_tiled.h"
 #include "cuda/cuda_status.h"
 #include "cuda/im2win/im2win_transform.h"
+#include "cuda/im2win/shallow_select.h"
 #include "gpu_test_util.h"
 
 #ifndef WINCONV_SOURCE_DIR
@@ -197,9 +198,12 @@ TEST(Conv2dGpu, TensorsPast2To31Elements) {
       {1025, 8, 512, 512, 4, 3, 3, 1, 1},  // x: 2^31 + 2^21 elements
       {1025, 4, 512, 512, 8, 3, 3, 1, 1},  // y: 2^31 + 2^21 elements
   };
+  std::vector<Conv2dConfig> cfgs = every_layout_and_window_algo(shapes);
+  // y past 2^31 elements from the direct shallow kernel (C*R*S = 27, 8 filters: NCHW, on chip).
+  cfgs.push_back(config_from_row({1025, 3, 512, 512, 8, 3, 3, 1, 1}, Layout::kNCHW, Conv2dAlgo::kOnChip));
   constexpr int kImages = 3;
   std::mt19937_64 rng(2031);
-  for (const Conv2dConfig& cfg : every_layout_and_window_algo(shapes)) {
+  for (const Conv2dConfig& cfg : cfgs) {
     const Conv2dProblem& pb = cfg.problem;
     SCOPED_TRACE(testing::describe(cfg));
     size_t ws_bytes = 0;
@@ -250,9 +254,13 @@ TEST(Conv2dGpu, ImagesAtThe32BitLimit) {
       {2, 8192, 511, 512, 8, 1, 1, 1, 0},  // x image: 2^31 - 4 Mi elements
       {2, 2700, 512, 512, 8, 3, 3, 1, 1},  // window image: 2700 x 512 x 514 x 3 = 2.13e9 elements
   };
+  std::vector<Conv2dConfig> cfgs = every_layout_and_window_algo(shapes);
+  // A y image 7 elements under 2^31 (8 x 16385 x 16383) from the direct shallow kernel (NCHW,
+  // windows on chip, 1 x 3 filters padded by 1; 8 planes of x, at least the pool of 7).
+  cfgs.push_back(config_from_row({2, 4, 16383, 16383, 8, 1, 3, 1, 1}, Layout::kNCHW, Conv2dAlgo::kOnChip));
   constexpr int kPlanes = 7, kRows = 3;
   std::mt19937_64 rng(2032);
-  for (const Conv2dConfig& cfg : every_layout_and_window_algo(shapes)) {
+  for (const Conv2dConfig& cfg : cfgs) {
     const Conv2dProblem& pb = cfg.problem;
     SCOPED_TRACE(testing::describe(cfg));
     ASSERT_TRUE(conv2d_validate(cfg).ok());
@@ -329,6 +337,104 @@ TEST(Conv2dGpu, EveryTileShapeMatchesReference) {
           SCOPED_TRACE(testing::describe(cfg) + " tile " + im2win::tile_name(tile));
           expect_matches_reference(cfg, rng, &tile);
         }
+}
+
+// The direct kernel for shallow reductions (shallow_select.h): random NCHW problems with
+// C * R * S <= 64 and up to 32 filters (both of its channel groupings, with tails), padded and
+// not, strides 1-4, odd sizes, against the FP64 reference; the plan must choose the kernel, need
+// no workspace, and repeat bit for bit.
+TEST(Conv2dGpu, ShallowNarrowLayersTakeTheDirectKernel) {
+  WINCONV_REQUIRE_GPU();
+  int sms = 0;
+  ASSERT_TRUE(cuda_check_device(&sms).ok());
+  std::mt19937_64 rng(4242);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int i = 0; i < 60; ++i) {
+    Conv2dConfig cfg;
+    cfg.layout = Layout::kNCHW;
+    cfg.algo = i % 2 ? Conv2dAlgo::kAuto : Conv2dAlgo::kOnChip;
+    Conv2dProblem& pb = cfg.problem;
+    do {
+      pb.c = pick(1, 6);
+      pb.r = pick(1, 8);
+      pb.s = pick(1, 8);
+    } while (pb.c * pb.r * pb.s > im2win::kShallowMaxDepth);
+    pb.n = pick(1, 3);
+    pb.k = i % 3 == 0 ? pick(1, 8) : pick(9, im2win::kShallowMaxFilters);
+    pb.h = pick(1, 90);
+    pb.w = pick(1, 90);
+    pb.stride_h = pick(1, 4);
+    pb.stride_w = pick(0, 1) ? pb.stride_h : pick(1, 4);
+    pb.pad_h = pick(0, pb.r - 1);
+    pb.pad_w = pick(0, pb.s - 1);
+    pb.h = std::max(pb.h, pb.r - 2 * pb.pad_h);
+    pb.w = std::max(pb.w, pb.s - 2 * pb.pad_w);
+    SCOPED_TRACE(testing::describe(cfg));
+    EXPECT_TRUE(conv2d_gemm_plan(cfg, sms, nullptr).shallow);
+    size_t ws_bytes = 1;
+    ASSERT_TRUE(conv2d_forward_workspace_size(cfg, &ws_bytes).ok());
+    EXPECT_EQ(ws_bytes, 0u);
+    expect_matches_reference(cfg, rng);
+    if (i % 10 == 0) expect_reruns_bit_identical(cfg, rng);
+  }
+  // Not taken: NHWC, materialized windows, a forced tile, one filter more, a reduction one deeper.
+  Conv2dConfig cfg = config_from_row({2, 3, 20, 20, 32, 3, 3, 1, 1}, Layout::kNCHW, Conv2dAlgo::kAuto);
+  EXPECT_TRUE(conv2d_gemm_plan(cfg, sms, nullptr).shallow);
+  const im2win::TileShape tile = im2win::TileShape::k128x32;
+  EXPECT_FALSE(conv2d_gemm_plan(cfg, sms, &tile).shallow);
+  cfg.layout = Layout::kNHWC;
+  EXPECT_FALSE(conv2d_gemm_plan(cfg, sms, nullptr).shallow);
+  cfg.layout = Layout::kNCHW;
+  cfg.algo = Conv2dAlgo::kMaterialized;
+  EXPECT_FALSE(conv2d_gemm_plan(cfg, sms, nullptr).shallow);
+  cfg.algo = Conv2dAlgo::kAuto;
+  cfg.problem.k = 33;
+  EXPECT_FALSE(conv2d_gemm_plan(cfg, sms, nullptr).shallow);
+  cfg.problem.k = 32;
+  cfg.problem.c = 5;  // 5 x 13 x 1 = 65
+  cfg.problem.r = 13;
+  cfg.problem.s = 1;
+  EXPECT_FALSE(conv2d_gemm_plan(cfg, sms, nullptr).shallow);
+}
+
+// conv2d_forward_shallow (the tile sweep's entry): the kernel on layers the rule leaves to the
+// GEMM (more than 32 filters), against the reference; refused, launching nothing, on reductions
+// past its depth or in NHWC.
+TEST(Conv2dGpu, ShallowKernelForcedUpToItsDepth) {
+  WINCONV_REQUIRE_GPU();
+  std::mt19937_64 rng(4343);
+  const int64_t shapes[][9] = {
+      // n, c, h, w, k, r, s, stride, pad
+      {2, 4, 19, 23, 40, 3, 3, 1, 1},  // 36
+      {1, 3, 30, 17, 17, 4, 4, 2, 1},  // 48
+      {3, 1, 21, 22, 9, 8, 8, 1, 3},   // 64
+      {2, 16, 9, 13, 70, 2, 2, 1, 0},  // 64
+  };
+  for (const auto& row : shapes) {
+    const Conv2dConfig cfg = config_from_row(row, Layout::kNCHW, Conv2dAlgo::kOnChip);
+    const Conv2dProblem& pb = cfg.problem;
+    SCOPED_TRACE(testing::describe(cfg));
+    const auto x = random_vector(size_t(pb.x_elements()), rng), w = random_vector(size_t(pb.w_elements()), rng);
+    std::vector<double> ref(size_t(pb.y_elements()));
+    ASSERT_TRUE(conv2d_reference(cfg, x.data(), w.data(), ref.data()).ok());
+    DeviceBuffer<float> dx(x), dw(w), dy(size_t(pb.y_elements()));
+    dy.poison();
+    const Status st = conv2d_forward_shallow(cfg, dx.ptr, dw.ptr, dy.ptr, nullptr);
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_LE(testing::relative_l2(dy.to_host(), ref), 1e-5);
+  }
+  for (const Conv2dConfig& cfg : {config_from_row({1, 5, 9, 9, 8, 4, 4, 1, 0}, Layout::kNCHW, Conv2dAlgo::kOnChip),
+                                  config_from_row({1, 3, 9, 9, 8, 3, 3, 1, 0}, Layout::kNHWC, Conv2dAlgo::kOnChip)}) {
+    const Conv2dProblem& pb = cfg.problem;
+    DeviceBuffer<float> dx(size_t(pb.x_elements())), dw(size_t(pb.w_elements())), dy(size_t(pb.y_elements()));
+    dy.poison();
+    EXPECT_EQ(conv2d_forward_shallow(cfg, dx.ptr, dw.ptr, dy.ptr, nullptr).code(), StatusCode::kUnsupported)
+        << testing::describe(cfg);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const auto y = dy.to_host();
+    EXPECT_TRUE(std::all_of(y.begin(), y.end(), [](float v) { return std::isnan(v); })) << "something was written";
+  }
 }
 
 TEST(Conv2dGpu, SplitKMatchesReferenceAndRepeatsBitForBit) {
@@ -427,26 +533,44 @@ TEST(Conv2dGpu, BenchmarkLayersAtBatch2) {
   EXPECT_EQ(layers, 13);
 }
 
+// Both paths of a default call: the GEMM (40 filters; workspace) and the direct shallow kernel
+// (4 filters; none, so only the tensors' pointers are checked).
 TEST(Conv2dGpu, BadPointersLaunchNothing) {
   WINCONV_REQUIRE_GPU();
-  Conv2dConfig cfg;
-  cfg.problem.n = 1; cfg.problem.c = 4; cfg.problem.h = 8; cfg.problem.w = 8; cfg.problem.k = 4;
-  cfg.problem.r = 3; cfg.problem.s = 3;
-  DeviceBuffer<float> x(256), w(256), y(256);
-  y.poison();
-  size_t ws_bytes = 0;
-  ASSERT_TRUE(conv2d_forward_workspace_size(cfg, &ws_bytes).ok());
-  DeviceBuffer<char> ws(ws_bytes + 16);
-  EXPECT_EQ(conv2d_forward(cfg, nullptr, w.ptr, y.ptr, ws.ptr, ws_bytes, nullptr).code(), StatusCode::kNullPointer);
-  EXPECT_EQ(conv2d_forward(cfg, x.ptr, nullptr, y.ptr, ws.ptr, ws_bytes, nullptr).code(), StatusCode::kNullPointer);
-  EXPECT_EQ(conv2d_forward(cfg, x.ptr, w.ptr, nullptr, ws.ptr, ws_bytes, nullptr).code(), StatusCode::kNullPointer);
-  EXPECT_EQ(conv2d_forward(cfg, x.ptr + 1, w.ptr, y.ptr, ws.ptr, ws_bytes, nullptr).code(), StatusCode::kMisalignedPointer);
-  EXPECT_EQ(conv2d_forward(cfg, x.ptr, w.ptr, y.ptr + 2, ws.ptr, ws_bytes, nullptr).code(), StatusCode::kMisalignedPointer);
-  EXPECT_EQ(conv2d_forward(cfg, x.ptr, w.ptr, y.ptr, ws.ptr + 4, ws_bytes, nullptr).code(), StatusCode::kMisalignedPointer);
-  EXPECT_EQ(conv2d_forward(cfg, x.ptr, w.ptr, y.ptr, ws.ptr, ws_bytes - 1, nullptr).code(), StatusCode::kWorkspaceTooSmall);
-  EXPECT_EQ(conv2d_forward(cfg, x.ptr, w.ptr, y.ptr, nullptr, ws_bytes, nullptr).code(), StatusCode::kNullPointer);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  for (float v : y.to_host()) EXPECT_TRUE(std::isnan(v)) << "a rejected call wrote y";
+  int sms = 0;
+  ASSERT_TRUE(cuda_check_device(&sms).ok());
+  for (int64_t k : {40, 4}) {
+    Conv2dConfig cfg;
+    cfg.problem.n = 1; cfg.problem.c = 4; cfg.problem.h = 8; cfg.problem.w = 8; cfg.problem.k = k;
+    cfg.problem.r = 3; cfg.problem.s = 3;
+    SCOPED_TRACE(testing::describe(cfg));
+    const bool shallow = conv2d_gemm_plan(cfg, sms, nullptr).shallow;
+    EXPECT_EQ(shallow, k == 4);
+    DeviceBuffer<float> x(2048), w(2048), y(2048);
+    y.poison();
+    size_t ws_bytes = 0;
+    ASSERT_TRUE(conv2d_forward_workspace_size(cfg, &ws_bytes).ok());
+    EXPECT_EQ(ws_bytes == 0, shallow);
+    DeviceBuffer<char> ws(ws_bytes + 16);
+    EXPECT_EQ(conv2d_forward(cfg, nullptr, w.ptr, y.ptr, ws.ptr, ws_bytes, nullptr).code(), StatusCode::kNullPointer);
+    EXPECT_EQ(conv2d_forward(cfg, x.ptr, nullptr, y.ptr, ws.ptr, ws_bytes, nullptr).code(), StatusCode::kNullPointer);
+    EXPECT_EQ(conv2d_forward(cfg, x.ptr, w.ptr, nullptr, ws.ptr, ws_bytes, nullptr).code(), StatusCode::kNullPointer);
+    EXPECT_EQ(conv2d_forward(cfg, x.ptr + 1, w.ptr, y.ptr, ws.ptr, ws_bytes, nullptr).code(),
+              StatusCode::kMisalignedPointer);
+    EXPECT_EQ(conv2d_forward(cfg, x.ptr, w.ptr + 1, y.ptr, ws.ptr, ws_bytes, nullptr).code(),
+              StatusCode::kMisalignedPointer);
+    EXPECT_EQ(conv2d_forward(cfg, x.ptr, w.ptr, y.ptr + 2, ws.ptr, ws_bytes, nullptr).code(),
+              StatusCode::kMisalignedPointer);
+    if (!shallow) {
+      EXPECT_EQ(conv2d_forward(cfg, x.ptr, w.ptr, y.ptr, ws.ptr + 4, ws_bytes, nullptr).code(),
+                StatusCode::kMisalignedPointer);
+      EXPECT_EQ(conv2d_forward(cfg, x.ptr, w.ptr, y.ptr, ws.ptr, ws_bytes - 1, nullptr).code(),
+                StatusCode::kWorkspaceTooSmall);
+      EXPECT_EQ(conv2d_forward(cfg, x.ptr, w.ptr, y.ptr, nullptr, ws_bytes, nullptr).code(), StatusCode::kNullPointer);
+    }
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    for (float v : y.to_host()) EXPECT_TRUE(std::isnan(v)) << "a rejected call wrote y";
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <random>
 
+#include "cuda/im2win/shallow_select.h"
 #include "cuda/im2win/tile_select.h"
 
 namespace winconv::im2win {
@@ -240,6 +241,19 @@ TEST(KSplit, PredictedTieTakesTheFewerSplits) {
   const KSplit ks = select_k_splits(14336, 320, 2304, TileShape::k128x128, kSms);
   EXPECT_EQ(ks.head_tiles, 264);
   EXPECT_EQ(ks.splits, 5);
+}
+
+TEST(ShallowSelect, TakesShallowNarrowNchwOnChipLayersOnly) {
+  // 3x3 stems of 8 to 32 filters, a 1-channel 8x8 layer at the depth limit.
+  EXPECT_TRUE(shallow_direct_selected(true, true, 3, 3, 3, 16));
+  EXPECT_TRUE(shallow_direct_selected(true, true, 3, 3, 3, 32));
+  EXPECT_TRUE(shallow_direct_selected(true, true, 1, 8, 8, 32));
+  EXPECT_TRUE(shallow_direct_selected(true, true, 1, 1, 1, 1));
+  EXPECT_FALSE(shallow_direct_selected(true, true, 3, 3, 3, 64));   // conv7: the GEMM
+  EXPECT_FALSE(shallow_direct_selected(true, true, 5, 4, 4, 16));   // 80 deep
+  EXPECT_FALSE(shallow_direct_selected(true, true, 3, 7, 7, 16));   // 147 deep
+  EXPECT_FALSE(shallow_direct_selected(false, true, 3, 3, 3, 16));  // NHWC
+  EXPECT_FALSE(shallow_direct_selected(true, false, 3, 3, 3, 16));  // materialized windows
 }
 
 }  // namespace

@@ -1,0 +1,31 @@
+// Which NCHW layers skip the im2win GEMM for the direct shallow-reduction kernel
+// (conv_shallow_nchw.cu; docs/conv2d.md, v15). Host-only and free of CUDA headers, so the rule is
+// tested on a machine without CUDA.
+//
+// The kernel keeps its block's filter slice in shared memory, gathers each output pixel's window
+// straight into registers (the window row of im2win, never staged) and stores every output
+// channel's pixels from the registers, a warp's 128 consecutive pixels per channel. It computes
+// no padded channels beyond a group of 8 or 16, where the GEMM's narrowest tile is 32 channels
+// wide and its reduction runs in 16-deep steps. Measured against the GEMM's best tile (tile
+// sweep, batch 128, H100): 1.09-3.9x faster with at most 32 filters (3x3 stems of 8, 16 and 32
+// filters, 1-channel 5x5 and 8x8 layers, C*R*S from 25 to 64); 0.90-1.08x at 64 filters (conv7
+// 0.95x), 0.82x at 96 and 0.91x at 256, where the GEMM reuses each gathered window across a
+// tile of filters.
+#pragma once
+
+#include <cstdint>
+
+namespace winconv::im2win {
+
+// The largest reduction C*R*S the kernel holds (its shared filter slice and tap table).
+constexpr int64_t kShallowMaxDepth = 64;
+// The most output channels for which the rule gives it a layer.
+constexpr int64_t kShallowMaxFilters = 32;
+
+// Whether conv2d_forward takes the direct kernel: NCHW, windows on chip (the default), a
+// reduction C*R*S of at most kShallowMaxDepth and at most kShallowMaxFilters output channels.
+inline bool shallow_direct_selected(bool nchw, bool onchip, int64_t c, int64_t r, int64_t s, int64_t k) {
+  return nchw && onchip && c * r * s <= kShallowMaxDepth && k <= kShallowMaxFilters;
+}
+
+}  // namespace winconv::im2win
