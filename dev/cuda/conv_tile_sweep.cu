@@ -149,7 +149,7 @@ int main(int argc, char** argv) {
         const im2win::KSplit ks = direct ? im2win::KSplit{} : conv2d_gemm_plan(cfg, sms, &t).ksplit;
         std::printf("%s %s %s %.4f %.2f %.2e %d%s %s %016llx\n", l.name.c_str(),
                     layout == Layout::kNCHW ? "nchw" : "nhwc", direct ? "direct" : im2win::tile_name(t), ms,
-                    cfg.problem.flops() / ms * 1e-9, num / (den > 0 ? den : 1), direct ? 1 : ks.splits,
+                    cfg.problem.flops() / ms * 1e-9, num / (den > 0 ? den : 1), ks.splits,
                     ks.head_tiles > 0 ? "t" : "", selected ? "*" : "-", static_cast<unsigned long long>(hash));
         std::fflush(stdout);
       }

@@ -221,7 +221,8 @@ Status conv2d_forward_shallow(const Conv2dConfig& config, const void* x, const v
   const im2win::ShallowConvParams a = shallow_params(config.problem, x, w, y);
   if (config.layout != Layout::kNCHW || !im2win::shallow_kernel_fits(a))
     return Status(StatusCode::kUnsupported, "the shallow kernel takes NCHW problems with C*R*S <= " +
-                                                    std::to_string(im2win::kShallowMaxDepth) + " only");
+                                                    std::to_string(im2win::kShallowMaxDepth) +
+                                                    " whose image offsets fit 32 bits only");
   int num_sms = 0;
   st = cuda_check_device(&num_sms);
   if (!st.ok()) return st;
