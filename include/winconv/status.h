@@ -1,6 +1,10 @@
 // Status: how every winconv entry point reports success or a precise error.
 // No entry point throws or aborts on bad input; it returns a Status whose message names the
 // argument, what was expected and what was given, and it launches nothing.
+// The GPU entry points also refuse to start while an earlier CUDA call of the caller's has left an
+// error pending in the runtime (kCudaError, naming that error, which stays for the caller to read
+// with cudaGetLastError): a launch's own error is read from the same place, and would otherwise be
+// reported as the launch's.
 #pragma once
 
 #include <string>

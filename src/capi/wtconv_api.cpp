@@ -155,6 +155,7 @@ Status wtconv_forward(const WtconvProblem& requested, const void* x, const Wtcon
   const wtconv_detail::WtconvRun run = wtconv_detail::make_wtconv_run(problem, false);
   if (!(st = check_workspace(workspace, workspace_bytes, run.bytes)).ok()) return st;
 #if WINCONV_HAVE_CUDA
+  if (!(st = with_device_reason(cuda_check_no_pending_error())).ok()) return st;
   return with_device_reason(wtconv_detail::wtconv_forward_cuda(run, problem.precision, x, params, y, workspace, stream));
 #else
   (void)stream;
@@ -185,6 +186,7 @@ Status wtconv_backward(const WtconvProblem& requested, const void* dy, const voi
   const wtconv_detail::WtconvRun run = wtconv_detail::make_wtconv_run(problem, true);
   if (!(st = check_workspace(workspace, workspace_bytes, run.bytes)).ok()) return st;
 #if WINCONV_HAVE_CUDA
+  if (!(st = with_device_reason(cuda_check_no_pending_error())).ok()) return st;
   return with_device_reason(
       wtconv_detail::wtconv_backward_cuda(run, problem.precision, dy, x, params, dx, grads, workspace, stream));
 #else

@@ -127,6 +127,8 @@ Status conv2d_forward_tiled(const Conv2dConfig& config, const void* x, const voi
   int num_sms = 0;
   st = cuda_check_device(&num_sms);
   if (!st.ok()) return st;
+  st = cuda_check_no_pending_error();
+  if (!st.ok()) return st;
   const Conv2dAlgo algo = conv2d_resolve_algo(config);
   const Conv2dGemmPlan plan = conv2d_gemm_plan(config, num_sms, tile_override);
   const WorkspaceLayout ws = workspace_layout(config, algo, plan);
@@ -225,6 +227,8 @@ Status conv2d_forward_shallow(const Conv2dConfig& config, const void* x, const v
                                                     " whose image offsets fit 32 bits only");
   int num_sms = 0;
   st = cuda_check_device(&num_sms);
+  if (!st.ok()) return st;
+  st = cuda_check_no_pending_error();
   if (!st.ok()) return st;
   WINCONV_RETURN_IF_CUDA_ERROR(im2win::launch_conv_fp32_shallow_nchw(a, num_sms, stream), "shallow conv launch");
   return Status::Ok();

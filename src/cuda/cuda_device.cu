@@ -39,4 +39,12 @@ Status cuda_check_device(int* num_sms) {
   return Status::Ok();
 }
 
+Status cuda_check_no_pending_error() {
+  const cudaError_t pending = cudaPeekAtLastError();
+  if (pending == cudaSuccess) return Status::Ok();
+  return Status(StatusCode::kCudaError, std::string("an earlier CUDA call left an error pending: ") +
+                                            cudaGetErrorName(pending) + " (" + cudaGetErrorString(pending) +
+                                            "); nothing was launched (cudaGetLastError() reads and clears it)");
+}
+
 }  // namespace winconv

@@ -35,6 +35,12 @@ inline size_t device_free_bytes() {
   return free_bytes;
 }
 
+// Leaves a non-sticky error pending in the CUDA runtime, as a caller's unchecked failed call would
+// (a copy of an invalid direction fails in the runtime, before the device sees it); returns it.
+inline cudaError_t leave_pending_error() {
+  return cudaMemcpy(nullptr, nullptr, 1, static_cast<cudaMemcpyKind>(42));
+}
+
 // Skips the test, saying how much it needs, when the device has less than `bytes` free (tests of
 // tensors past 2^31 elements need tens of GB).
 #define WINCONV_REQUIRE_DEVICE_MEMORY(bytes)                                                        \

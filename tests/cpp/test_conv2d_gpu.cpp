@@ -535,8 +535,10 @@ TEST(Conv2dGpu, BenchmarkLayersAtBatch2) {
 
 // Both paths of a default call: the GEMM (40 filters; workspace) and the direct shallow kernel
 // (4 filters; none, so only the tensors' pointers are checked).
-TEST(Conv2dGpu, BadPointersLaunchNothing) {
-  WINCONV_REQUIRE_GPU();
+// Runs check(cfg, shallow) on the rejection tests' problem (4 x 8 x 8 input, 3 x 3 filters, tensors
+// within 2048 floats) on both paths: 40 filters run the window GEMM, 4 the direct kernel.
+template <typename Check>
+void on_both_paths(Check check) {
   int sms = 0;
   ASSERT_TRUE(cuda_check_device(&sms).ok());
   for (int64_t k : {40, 4}) {
@@ -546,6 +548,13 @@ TEST(Conv2dGpu, BadPointersLaunchNothing) {
     SCOPED_TRACE(testing::describe(cfg));
     const bool shallow = conv2d_gemm_plan(cfg, sms, nullptr).shallow;
     EXPECT_EQ(shallow, k == 4);
+    check(cfg, shallow);
+  }
+}
+
+TEST(Conv2dGpu, BadPointersLaunchNothing) {
+  WINCONV_REQUIRE_GPU();
+  on_both_paths([](const Conv2dConfig& cfg, bool shallow) {
     DeviceBuffer<float> x(2048), w(2048), y(2048);
     y.poison();
     size_t ws_bytes = 0;
@@ -570,7 +579,36 @@ TEST(Conv2dGpu, BadPointersLaunchNothing) {
     }
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     for (float v : y.to_host()) EXPECT_TRUE(std::isnan(v)) << "a rejected call wrote y";
-  }
+  });
+}
+
+// An error the caller left pending is refused by name, on both paths, and left for the caller to
+// read: a launch would have reported it as its own.
+TEST(Conv2dGpu, PendingErrorLaunchesNothing) {
+  WINCONV_REQUIRE_GPU();
+  on_both_paths([](const Conv2dConfig& cfg, bool shallow) {
+    DeviceBuffer<float> x(2048), w(2048), y(2048);
+    x.poison(); w.poison(); y.poison();
+    size_t ws_bytes = 0;
+    ASSERT_TRUE(conv2d_forward_workspace_size(cfg, &ws_bytes).ok());
+    DeviceBuffer<char> ws(ws_bytes + 16);
+    const cudaError_t pending = testing::leave_pending_error();
+    ASSERT_NE(pending, cudaSuccess);
+    size_t ws_while_pending = 0;
+    EXPECT_TRUE(conv2d_forward_workspace_size(cfg, &ws_while_pending).ok()) << "the query launches nothing";
+    EXPECT_EQ(ws_while_pending, ws_bytes);
+    const Status st = conv2d_forward(cfg, x.ptr, w.ptr, y.ptr, ws.ptr, ws_bytes, nullptr);
+    EXPECT_EQ(st.code(), StatusCode::kCudaError);
+    EXPECT_NE(st.message().find("pending"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find(cudaGetErrorName(pending)), std::string::npos) << st.message();
+    if (shallow) EXPECT_EQ(conv2d_forward_shallow(cfg, x.ptr, w.ptr, y.ptr, nullptr).code(), StatusCode::kCudaError);
+    EXPECT_EQ(cudaGetLastError(), pending) << "the caller's error was not left for the caller";
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    for (float v : y.to_host()) ASSERT_TRUE(std::isnan(v)) << "a refused call wrote y";
+    // Read and cleared, the same call runs (NaN inputs give NaN outputs: only that it ran is checked).
+    EXPECT_TRUE(conv2d_forward(cfg, x.ptr, w.ptr, y.ptr, ws.ptr, ws_bytes, nullptr).ok());
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  });
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -451,29 +452,68 @@ TEST(WtconvGpu, DeepCascadesSmall) {
 
 // Every rejected call returns its status and launches nothing: outputs, gradients and workspaces
 // poisoned beforehand are still NaN after the device has finished everything queued.
-TEST(WtconvGpu, BadInputsLaunchNothing) {
-  WINCONV_REQUIRE_GPU();
-  WtconvProblem p;
-  p.batch = 2; p.channels = 3; p.height = 9; p.width = 11; p.kernel_size = 5; p.levels = 2;
-  const int L = int(p.levels);
+// Constant parameters of p in DeviceSet's order (base weight, scale, bias, then each level's pair).
+std::vector<std::vector<float>> constant_params(const WtconvProblem& p) {
   const size_t kk = size_t(p.kernel_size) * p.kernel_size;
   std::vector<std::vector<float>> set = {std::vector<float>(p.channels * kk, 0.1f), std::vector<float>(p.channels, 1.f),
                                          std::vector<float>(p.channels, 0.f)};
-  for (int l = 0; l < L; ++l) {
+  for (int l = 0; l < int(p.levels); ++l) {
     set.push_back(std::vector<float>(4 * p.channels * kk, 0.1f));
     set.push_back(std::vector<float>(4 * p.channels, 1.f));
   }
-  const DeviceSet dev(set);
+  return set;
+}
+
+size_t forward_workspace_bytes(const WtconvProblem& p) {
+  size_t bytes = 0;
+  EXPECT_TRUE(wtconv_forward_workspace_size(p, &bytes).ok());
+  return bytes;
+}
+
+size_t backward_workspace_bytes(const WtconvProblem& p) {
+  size_t bytes = 0;
+  EXPECT_TRUE(wtconv_backward_workspace_size(p, &bytes).ok());
+  return bytes;
+}
+
+// The rejection tests' setting: a small odd-sized two-level problem (fp32 sizes, 4 bytes an
+// element), its parameters, and every buffer poisoned, so a test can tell a call wrote nothing.
+struct RejectionRig {
+  static WtconvProblem problem() {
+    WtconvProblem p;
+    p.batch = 2; p.channels = 3; p.height = 9; p.width = 11; p.kernel_size = 5; p.levels = 2;
+    return p;
+  }
+  const WtconvProblem p = problem();
+  const int L = int(p.levels);
+  const DeviceSet dev{constant_params(p)};
   const size_t n = size_t(p.x_elements()) * 4;
-  DevBuf x(n), dy(n), y(n), dx(n);
-  size_t fws = 0, bws = 0;
-  ASSERT_TRUE(wtconv_forward_workspace_size(p, &fws).ok());
-  ASSERT_TRUE(wtconv_backward_workspace_size(p, &bws).ok());
-  DevBuf fw(fws + 16), bw(bws + 16);
-  x.poison(); dy.poison();
-  y.poison(); dx.poison(); fw.poison(); bw.poison(); dev.poison_grads();
+  const size_t fws = forward_workspace_bytes(p), bws = backward_workspace_bytes(p);
+  DevBuf x{n}, dy{n}, y{n}, dx{n}, fw{fws + 16}, bw{bws + 16};
   const WtconvParams prm = dev.params(L, true);
   const WtconvParamGrads grads = dev.param_grads(L, true);
+  RejectionRig() {
+    for (DevBuf* b : {&x, &dy, &y, &dx, &fw, &bw}) b->poison();
+    dev.poison_grads();
+  }
+};
+
+// True when every byte of b still holds the poison (a rejected call wrote nothing there).
+bool all_poison(const DevBuf& b) {
+  const std::vector<char> h = b.to_host();
+  return std::all_of(h.begin(), h.end(), [](char c) { return c == char(0xFF); });
+}
+
+TEST(WtconvGpu, BadInputsLaunchNothing) {
+  WINCONV_REQUIRE_GPU();
+  RejectionRig rig;
+  const WtconvProblem& p = rig.p;
+  const int L = rig.L;
+  const DeviceSet& dev = rig.dev;
+  DevBuf &x = rig.x, &dy = rig.dy, &y = rig.y, &dx = rig.dx, &fw = rig.fw, &bw = rig.bw;
+  const size_t fws = rig.fws, bws = rig.bws;
+  const WtconvParams& prm = rig.prm;
+  const WtconvParamGrads& grads = rig.grads;
   auto fwd = [&](const WtconvProblem& q, const void* xp, const WtconvParams& pp, void* yp, void* ws, size_t bytes) {
     return wtconv_forward(q, xp, pp, yp, ws, bytes, nullptr).code();
   };
@@ -512,15 +552,35 @@ TEST(WtconvGpu, BadInputsLaunchNothing) {
   odd_grad.base_scale = reinterpret_cast<float*>(reinterpret_cast<char*>(grads.base_scale) + 2);
   EXPECT_EQ(bwd(p, dy.ptr, x.ptr, prm, dx.ptr, odd_grad, bw.ptr, bws), StatusCode::kMisalignedPointer);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  auto all_poison = [](const DevBuf& b) {
-    const std::vector<char> h = b.to_host();
-    return std::all_of(h.begin(), h.end(), [](char c) { return c == char(0xFF); });
-  };
   EXPECT_TRUE(all_poison(y)) << "a rejected call wrote y";
   EXPECT_TRUE(all_poison(dx)) << "a rejected call wrote dx";
   EXPECT_TRUE(all_poison(fw)) << "a rejected call wrote the forward workspace";
   EXPECT_TRUE(all_poison(bw)) << "a rejected call wrote the backward workspace";
   for (size_t t = 0; t < dev.grads.size(); ++t) EXPECT_TRUE(all_poison(*dev.grads[t])) << grad_name(t);
+}
+
+// An error the caller left pending is refused by name and left for the caller to read: a launch
+// would have reported it as its own.
+TEST(WtconvGpu, PendingErrorLaunchesNothing) {
+  WINCONV_REQUIRE_GPU();
+  const RejectionRig r;
+  const cudaError_t pending = leave_pending_error();
+  ASSERT_NE(pending, cudaSuccess);
+  for (const Status& st : {wtconv_forward(r.p, r.x.ptr, r.prm, r.y.ptr, r.fw.ptr, r.fws, nullptr),
+                           wtconv_backward(r.p, r.dy.ptr, r.x.ptr, r.prm, r.dx.ptr, r.grads, r.bw.ptr, r.bws, nullptr)}) {
+    EXPECT_EQ(st.code(), StatusCode::kCudaError);
+    EXPECT_NE(st.message().find("pending"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find(cudaGetErrorName(pending)), std::string::npos) << st.message();
+  }
+  EXPECT_EQ(cudaGetLastError(), pending) << "the caller's error was not left for the caller";
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_TRUE(all_poison(r.y)) << "a refused call wrote y";
+  EXPECT_TRUE(all_poison(r.dx)) << "a refused call wrote dx";
+  for (size_t t = 0; t < r.dev.grads.size(); ++t) EXPECT_TRUE(all_poison(*r.dev.grads[t])) << grad_name(t);
+  // Read and cleared, the same calls run (poisoned inputs: only that they ran is checked).
+  EXPECT_TRUE(wtconv_forward(r.p, r.x.ptr, r.prm, r.y.ptr, r.fw.ptr, r.fws, nullptr).ok());
+  EXPECT_TRUE(wtconv_backward(r.p, r.dy.ptr, r.x.ptr, r.prm, r.dx.ptr, r.grads, r.bw.ptr, r.bws, nullptr).ok());
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "cuda/common/dynamic_smem.h"
 
+#include "cuda/cuda_status.h"
+
 #include <map>
 #include <mutex>
 #include <utility>
@@ -25,14 +27,14 @@ cudaError_t ensure_dynamic_smem(const void* kernel, size_t bytes) {
   if (bytes <= kDefaultDynamicSmem) return cudaSuccess;
   int device = 0;
   cudaError_t e = cudaGetDevice(&device);
-  if (e != cudaSuccess) return e;
+  if (e != cudaSuccess) return cuda_take_error(e);
   RaisedLimits& r = raised();
   const std::lock_guard<std::mutex> lock(r.mutex);
   size_t& have = r.bytes[{device, kernel}];
   if (have >= bytes) return cudaSuccess;
   e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
   if (e == cudaSuccess) have = bytes;
-  return e;
+  return cuda_take_error(e);
 }
 
 }  // namespace winconv

@@ -2,6 +2,7 @@
 // per-variant .cu files in instantiations/ so they compile in parallel.
 #pragma once
 
+#include "cuda/cuda_status.h"
 #include "cuda/im2win/conv_fp32_launch.h"
 #include "cuda/im2win/conv_fp32_simt_kernel.cuh"
 #include "cuda/im2win/window_gather.cuh"
@@ -16,7 +17,7 @@ cudaError_t launch_conv_fp32_tile(const ConvGemmParams& p, const SplitKParams& s
   // Above 48 KB of dynamic shared memory a kernel must opt in (cheap and idempotent).
   auto run = [&](auto* kernel, dim3 grid) {
     const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Traits::kSmemBytes);
-    if (err != cudaSuccess) return err;
+    if (err != cudaSuccess) return cuda_take_error(err);
     kernel<<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(p, sk);
     return cudaGetLastError();
   };
