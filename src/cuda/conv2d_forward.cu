@@ -83,6 +83,13 @@ int current_sms() {
   return cuda_check_device(&num_sms).ok() ? num_sms : 0;
 }
 
+// What the entries that launch check of the device: a usable one (its SM count into *num_sms), and
+// no error of the caller's pending that our launches' error checks would report as theirs.
+Status ready_to_launch(int* num_sms) {
+  const Status st = cuda_check_device(num_sms);
+  return st.ok() ? cuda_check_no_pending_error() : st;
+}
+
 }  // namespace
 
 Conv2dGemmPlan conv2d_gemm_plan(const Conv2dConfig& config, int num_sms, const im2win::TileShape* tile_override) {
@@ -125,9 +132,7 @@ Status conv2d_forward_tiled(const Conv2dConfig& config, const void* x, const voi
   Status st = conv2d_check_call(config, x, w, y);
   if (!st.ok()) return st;
   int num_sms = 0;
-  st = cuda_check_device(&num_sms);
-  if (!st.ok()) return st;
-  st = cuda_check_no_pending_error();
+  st = ready_to_launch(&num_sms);
   if (!st.ok()) return st;
   const Conv2dAlgo algo = conv2d_resolve_algo(config);
   const Conv2dGemmPlan plan = conv2d_gemm_plan(config, num_sms, tile_override);
@@ -226,9 +231,7 @@ Status conv2d_forward_shallow(const Conv2dConfig& config, const void* x, const v
                                                     std::to_string(im2win::kShallowMaxDepth) +
                                                     " whose image offsets fit 32 bits only");
   int num_sms = 0;
-  st = cuda_check_device(&num_sms);
-  if (!st.ok()) return st;
-  st = cuda_check_no_pending_error();
+  st = ready_to_launch(&num_sms);
   if (!st.ok()) return st;
   WINCONV_RETURN_IF_CUDA_ERROR(im2win::launch_conv_fp32_shallow_nchw(a, num_sms, stream), "shallow conv launch");
   return Status::Ok();

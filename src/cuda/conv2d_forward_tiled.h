@@ -37,7 +37,7 @@ Status conv2d_forward_tiled(const Conv2dConfig& config, const void* x, const voi
 
 // The direct shallow kernel on any NCHW problem it fits (C*R*S up to kShallowMaxDepth),
 // whatever the rule says: the tile sweep measures it beside the GEMM's tiles to place the rule's
-// filter threshold. No workspace. kInvalidArgument where the kernel does not fit the problem.
+// filter threshold. No workspace. kUnsupported where the kernel does not fit the problem.
 Status conv2d_forward_shallow(const Conv2dConfig& config, const void* x, const void* w, void* y, cudaStream_t stream);
 
 }  // namespace winconv

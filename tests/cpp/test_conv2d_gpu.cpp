@@ -533,8 +533,6 @@ TEST(Conv2dGpu, BenchmarkLayersAtBatch2) {
   EXPECT_EQ(layers, 13);
 }
 
-// Both paths of a default call: the GEMM (40 filters; workspace) and the direct shallow kernel
-// (4 filters; none, so only the tensors' pointers are checked).
 // Runs check(cfg, shallow) on the rejection tests' problem (4 x 8 x 8 input, 3 x 3 filters, tensors
 // within 2048 floats) on both paths: 40 filters run the window GEMM, 4 the direct kernel.
 template <typename Check>

@@ -450,8 +450,6 @@ TEST(WtconvGpu, DeepCascadesSmall) {
     for (const Shape& sh : shapes) EXPECT_FALSE(run_shape(sh, prec, true, 91).empty());
 }
 
-// Every rejected call returns its status and launches nothing: outputs, gradients and workspaces
-// poisoned beforehand are still NaN after the device has finished everything queued.
 // Constant parameters of p in DeviceSet's order (base weight, scale, bias, then each level's pair).
 std::vector<std::vector<float>> constant_params(const WtconvProblem& p) {
   const size_t kk = size_t(p.kernel_size) * p.kernel_size;
@@ -504,6 +502,8 @@ bool all_poison(const DevBuf& b) {
   return std::all_of(h.begin(), h.end(), [](char c) { return c == char(0xFF); });
 }
 
+// Every rejected call returns its status and launches nothing: outputs, gradients and workspaces
+// poisoned beforehand are still NaN after the device has finished everything queued.
 TEST(WtconvGpu, BadInputsLaunchNothing) {
   WINCONV_REQUIRE_GPU();
   RejectionRig rig;
