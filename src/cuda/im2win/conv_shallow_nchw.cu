@@ -22,12 +22,10 @@ constexpr int kJobPixels = int(kShallowJobPixels);
 static_assert(kJobPixels == 32 * kPixelsPerLane, "a job is four pixels per lane");
 constexpr int kMaxDepth = int(kShallowMaxDepth);
 
+// The problem as the caller gave it, and what the kernel derives from it once on the host.
 struct ShallowKernelArgs {
-  const float* x;
-  const float* w;
-  float* y;
-  int c, h, w_in, k, r, s, rs, depth, pq;
-  int stride_h, stride_w, pad_h, pad_w;
+  ShallowConvParams conv;
+  int rs, depth, pq;         // taps of one channel; taps of a window (C R S); pixels of one plane
   int64_t x_image, y_image;  // elements of one image of x and of y
   uint32_t jobs;             // N * jobs_per_image
   int groups;                // output-channel groups of KT
@@ -44,11 +42,11 @@ __global__ void __launch_bounds__(kThreads, 2) conv_shallow_nchw_kernel(const Sh
   const int f0 = group * KT;
   for (int i = threadIdx.x; i < a.depth * KT; i += kThreads) {
     const int t = i / KT, f = i % KT;
-    wt[i] = f0 + f < a.k ? a.w[int64_t(f0 + f) * a.depth + t] : 0.f;
+    wt[i] = f0 + f < a.conv.k ? a.conv.w[int64_t(f0 + f) * a.depth + t] : 0.f;
   }
   for (int t = threadIdx.x; t < a.depth; t += kThreads) {
-    const int c = t / a.rs, r = t % a.rs / a.s, s = t % a.s;
-    tap_off[t] = (c * a.h + r) * a.w_in + s;
+    const int c = t / a.rs, r = t % a.rs / a.conv.s, s = t % a.conv.s;
+    tap_off[t] = (c * a.conv.h + r) * a.conv.w_in + s;
     tap_r[t] = r;
     tap_s[t] = s;
   }
@@ -59,7 +57,7 @@ __global__ void __launch_bounds__(kThreads, 2) conv_shallow_nchw_kernel(const Sh
     uint32_t image, in_image;
     a.job_div.divmod(job, image, in_image);
     const int m0 = int(in_image) * kJobPixels + lane;
-    const float* xi = a.x + int64_t(image) * a.x_image;
+    const float* xi = a.conv.x + int64_t(image) * a.x_image;
     int origin[kPixelsPerLane], ih0[kPixelsPerLane], iw0[kPixelsPerLane];
     bool interior = true;
 #pragma unroll
@@ -67,10 +65,11 @@ __global__ void __launch_bounds__(kThreads, 2) conv_shallow_nchw_kernel(const Sh
       const int m = m0 + 32 * j;
       uint32_t p, q;
       a.q_div.divmod(uint32_t(m < a.pq ? m : 0), p, q);  // past the image: pixel 0, never stored
-      ih0[j] = int(p) * a.stride_h - a.pad_h;
-      iw0[j] = int(q) * a.stride_w - a.pad_w;
-      origin[j] = ih0[j] * a.w_in + iw0[j];
-      interior &= ih0[j] >= 0 && ih0[j] + a.r <= a.h && iw0[j] >= 0 && iw0[j] + a.s <= a.w_in;
+      ih0[j] = int(p) * a.conv.stride_h - a.conv.pad_h;
+      iw0[j] = int(q) * a.conv.stride_w - a.conv.pad_w;
+      origin[j] = ih0[j] * a.conv.w_in + iw0[j];
+      interior &= ih0[j] >= 0 && ih0[j] + a.conv.r <= a.conv.h && iw0[j] >= 0 &&
+                  iw0[j] + a.conv.s <= a.conv.w_in;
     }
     float acc[kPixelsPerLane][KT];
 #pragma unroll
@@ -109,16 +108,16 @@ __global__ void __launch_bounds__(kThreads, 2) conv_shallow_nchw_kernel(const Sh
 #pragma unroll
         for (int j = 0; j < kPixelsPerLane; ++j) {
           v[j] = 0.f;  // zero padding
-          if (unsigned(ih0[j] + r) < unsigned(a.h) && unsigned(iw0[j] + s) < unsigned(a.w_in))
+          if (unsigned(ih0[j] + r) < unsigned(a.conv.h) && unsigned(iw0[j] + s) < unsigned(a.conv.w_in))
             v[j] = __ldg(xi + origin[j] + off);
         }
         accumulate(t, v);
       }
     }
-    float* yi = a.y + int64_t(image) * a.y_image + int64_t(f0) * a.pq;
+    float* yi = a.conv.y + int64_t(image) * a.y_image + int64_t(f0) * a.pq;
 #pragma unroll
     for (int f = 0; f < KT; ++f) {
-      if (f0 + f >= a.k) break;
+      if (f0 + f >= a.conv.k) break;
 #pragma unroll
       for (int j = 0; j < kPixelsPerLane; ++j)
         if (m0 + 32 * j < a.pq) yi[m0 + 32 * j] = acc[j][f];
@@ -129,7 +128,7 @@ __global__ void __launch_bounds__(kThreads, 2) conv_shallow_nchw_kernel(const Sh
 
 template <int KT>
 cudaError_t launch(ShallowKernelArgs a, int num_sms, cudaStream_t stream) {
-  a.groups = (a.k + KT - 1) / KT;
+  a.groups = (a.conv.k + KT - 1) / KT;
   // Job blocks per group: enough for every job, capped at ~16 blocks per SM in all (two resident
   // at a time), the rest taken in the grid-stride loop.
   const int64_t needed = (int64_t(a.jobs) + kWarps - 1) / kWarps;
@@ -147,12 +146,10 @@ cudaError_t launch_conv_fp32_shallow_nchw(const ShallowConvParams& p, int num_sm
   const int64_t pq = int64_t(p.p) * p.q;
   const int64_t jobs_per_image = (pq + kJobPixels - 1) / kJobPixels;
   ShallowKernelArgs a{};
-  a.x = p.x; a.w = p.w; a.y = p.y;
-  a.c = p.c; a.h = p.h; a.w_in = p.w_in; a.k = p.k; a.r = p.r; a.s = p.s;
+  a.conv = p;
   a.rs = p.r * p.s;
   a.depth = p.c * a.rs;
   a.pq = int(pq);
-  a.stride_h = p.stride_h; a.stride_w = p.stride_w; a.pad_h = p.pad_h; a.pad_w = p.pad_w;
   a.x_image = int64_t(p.c) * p.h * p.w_in;
   a.y_image = int64_t(p.k) * pq;
   a.jobs = uint32_t(p.n * jobs_per_image);

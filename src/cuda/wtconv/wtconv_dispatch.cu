@@ -8,19 +8,13 @@
 // kernels run at stride 1 only.
 // With L == 2 level 2 reads the activations and no cascade runs; so does the 16-bit backward's
 // level 2 at every L, whose cascades then start at level 2 (plan.h: level2_reads_activations).
-#include <string>
-
+#include "cuda/cuda_status.h"
 #include "wtconv_kernels.cuh"
 #include "wtconv_launch.h"
 
 namespace winconv {
 namespace wtconv_detail {
 namespace {
-
-Status cuda_status(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return Status::Ok();
-  return Status(StatusCode::kCudaError, std::string(what) + ": " + cudaGetErrorString(e));
-}
 
 template <typename T = float>
 T* ws_at(void* ws, size_t off) { return reinterpret_cast<T*>(static_cast<char*>(ws) + off); }
