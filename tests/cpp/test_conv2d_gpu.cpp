@@ -340,7 +340,7 @@ TEST(Conv2dGpu, EveryTileShapeMatchesReference) {
 }
 
 // The direct kernel for shallow reductions (shallow_select.h): random NCHW problems with
-// C * R * S <= 64 and up to 32 filters (both of its channel groupings, with tails), padded and
+// C * R * S <= 64 and up to 64 filters (both of its channel groupings, with tails), padded and
 // not, strides 1-4, odd sizes, against the FP64 reference; the plan must choose the kernel, need
 // no workspace, and repeat bit for bit.
 TEST(Conv2dGpu, ShallowNarrowLayersTakeTheDirectKernel) {
@@ -388,7 +388,7 @@ TEST(Conv2dGpu, ShallowNarrowLayersTakeTheDirectKernel) {
   cfg.algo = Conv2dAlgo::kMaterialized;
   EXPECT_FALSE(conv2d_gemm_plan(cfg, sms, nullptr).shallow);
   cfg.algo = Conv2dAlgo::kAuto;
-  cfg.problem.k = 33;
+  cfg.problem.k = im2win::kShallowMaxFilters + 1;
   EXPECT_FALSE(conv2d_gemm_plan(cfg, sms, nullptr).shallow);
   cfg.problem.k = 32;
   cfg.problem.c = 5;  // 5 x 13 x 1 = 65
@@ -397,9 +397,27 @@ TEST(Conv2dGpu, ShallowNarrowLayersTakeTheDirectKernel) {
   EXPECT_FALSE(conv2d_gemm_plan(cfg, sms, nullptr).shallow);
 }
 
-// conv2d_forward_shallow (the tile sweep's entry): the kernel on layers the rule leaves to the
-// GEMM (more than 32 filters), against the reference; refused, launching nothing, on reductions
-// past its depth or in NHWC.
+// conv2d_forward_shallow on cfg into a poisoned y, checked for its status, for finite outputs and
+// against the FP64 reference; returns y.
+std::vector<float> forced_shallow_output(const Conv2dConfig& cfg, const std::vector<float>& x,
+                                         const std::vector<float>& w) {
+  const Conv2dProblem& pb = cfg.problem;
+  std::vector<double> ref(size_t(pb.y_elements()));
+  EXPECT_TRUE(conv2d_reference(cfg, x.data(), w.data(), ref.data()).ok());
+  DeviceBuffer<float> dx(x), dw(w), dy(size_t(pb.y_elements()));
+  dy.poison();
+  const Status st = conv2d_forward_shallow(cfg, dx.ptr, dw.ptr, dy.ptr, nullptr);
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const auto y = dy.to_host();
+  EXPECT_EQ(std::count_if(y.begin(), y.end(), [](float v) { return !std::isfinite(v); }), 0);
+  EXPECT_LE(testing::relative_l2(y, ref), 1e-5);
+  return y;
+}
+
+// conv2d_forward_shallow (the tile sweep's entry): the kernel forced on 36- to 64-deep reductions
+// of 9 to 70 filters (70: past the rule, which leaves it to the GEMM), against the reference;
+// refused, launching nothing, on reductions past its depth or in NHWC.
 TEST(Conv2dGpu, ShallowKernelForcedUpToItsDepth) {
   WINCONV_REQUIRE_GPU();
   std::mt19937_64 rng(4343);
@@ -415,14 +433,7 @@ TEST(Conv2dGpu, ShallowKernelForcedUpToItsDepth) {
     const Conv2dProblem& pb = cfg.problem;
     SCOPED_TRACE(testing::describe(cfg));
     const auto x = random_vector(size_t(pb.x_elements()), rng), w = random_vector(size_t(pb.w_elements()), rng);
-    std::vector<double> ref(size_t(pb.y_elements()));
-    ASSERT_TRUE(conv2d_reference(cfg, x.data(), w.data(), ref.data()).ok());
-    DeviceBuffer<float> dx(x), dw(w), dy(size_t(pb.y_elements()));
-    dy.poison();
-    const Status st = conv2d_forward_shallow(cfg, dx.ptr, dw.ptr, dy.ptr, nullptr);
-    ASSERT_TRUE(st.ok()) << st.to_string();
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    EXPECT_LE(testing::relative_l2(dy.to_host(), ref), 1e-5);
+    forced_shallow_output(cfg, x, w);
   }
   for (const Conv2dConfig& cfg : {config_from_row({1, 5, 9, 9, 8, 4, 4, 1, 0}, Layout::kNCHW, Conv2dAlgo::kOnChip),
                                   config_from_row({1, 3, 9, 9, 8, 3, 3, 1, 0}, Layout::kNHWC, Conv2dAlgo::kOnChip)}) {
@@ -434,6 +445,40 @@ TEST(Conv2dGpu, ShallowKernelForcedUpToItsDepth) {
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const auto y = dy.to_host();
     EXPECT_TRUE(std::all_of(y.begin(), y.end(), [](float v) { return std::isnan(v); })) << "something was written";
+  }
+}
+
+// The direct kernel walks the window rows of unpadded warps with the filter width at compile time
+// (1-5, 7, 8; others at run time). Forced on problems of every width from 1 to 10, unpadded (every
+// warp's windows inside x) and padded in height only (both paths in one launch), it writes the
+// GEMM's bits (the same reduction order, c, r, s) and meets the FP64 reference.
+TEST(Conv2dGpu, ShallowKernelForcedAtEveryFilterWidthWritesTheGemmsBits) {
+  WINCONV_REQUIRE_GPU();
+  std::mt19937_64 rng(4444);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  const im2win::TileShape tile = im2win::TileShape::k128x32;
+  for (int64_t s = 1; s <= 10; ++s) {
+    for (int64_t pad_h : {0, 1}) {
+      Conv2dConfig cfg;
+      cfg.layout = Layout::kNCHW;
+      cfg.algo = Conv2dAlgo::kOnChip;
+      Conv2dProblem& pb = cfg.problem;
+      pb.s = s;
+      pb.r = pick(1, std::min<int64_t>(8, im2win::kShallowMaxDepth / s));
+      pb.c = pick(1, im2win::kShallowMaxDepth / (pb.r * pb.s));
+      pb.n = 2;
+      pb.k = pick(0, 2) == 0 ? pick(1, 8) : pick(9, 40);
+      pb.h = pb.r + pick(4, 40);
+      pb.w = pb.s + pick(20, 150);
+      pb.stride_h = pick(1, 2);
+      pb.stride_w = pick(1, 2);
+      pb.pad_h = std::min(pad_h, pb.r - 1);
+      SCOPED_TRACE(testing::describe(cfg));
+      const auto x = random_vector(size_t(pb.x_elements()), rng), w = random_vector(size_t(pb.w_elements()), rng);
+      const auto direct = forced_shallow_output(cfg, x, w), gemm = run_gpu(cfg, x, w, &tile);
+      ASSERT_EQ(direct.size(), gemm.size());
+      EXPECT_EQ(std::memcmp(direct.data(), gemm.data(), direct.size() * sizeof(float)), 0) << "direct and GEMM differ";
+    }
   }
 }
 

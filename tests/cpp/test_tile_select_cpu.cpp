@@ -244,12 +244,14 @@ TEST(KSplit, PredictedTieTakesTheFewerSplits) {
 }
 
 TEST(ShallowSelect, TakesShallowNarrowNchwOnChipLayersOnly) {
-  // 3x3 stems of 8 to 32 filters, a 1-channel 8x8 layer at the depth limit.
+  // 3x3 stems of 8 to 64 filters (conv7), a 1-channel 8x8 layer at the depth limit.
   EXPECT_TRUE(shallow_direct_selected(true, true, 3, 3, 3, 16));
   EXPECT_TRUE(shallow_direct_selected(true, true, 3, 3, 3, 32));
+  EXPECT_TRUE(shallow_direct_selected(true, true, 3, 3, 3, 64));
   EXPECT_TRUE(shallow_direct_selected(true, true, 1, 8, 8, 32));
   EXPECT_TRUE(shallow_direct_selected(true, true, 1, 1, 1, 1));
-  EXPECT_FALSE(shallow_direct_selected(true, true, 3, 3, 3, 64));   // conv7: the GEMM
+  EXPECT_FALSE(shallow_direct_selected(true, true, 3, 3, 3, 65));   // the GEMM
+  EXPECT_FALSE(shallow_direct_selected(true, true, 4, 4, 4, 96));   // a 4x4 patchify layer
   EXPECT_FALSE(shallow_direct_selected(true, true, 5, 4, 4, 16));   // 80 deep
   EXPECT_FALSE(shallow_direct_selected(true, true, 3, 7, 7, 16));   // 147 deep
   EXPECT_FALSE(shallow_direct_selected(false, true, 3, 3, 3, 16));  // NHWC

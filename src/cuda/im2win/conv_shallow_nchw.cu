@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/common/fast_divmod.cuh"
 #include "cuda/im2win/conv_shallow.h"
@@ -33,7 +34,11 @@ struct ShallowKernelArgs {
   FastDivmod q_div;          // pixel -> (row p, column q)
 };
 
-template <int KT>
+// kS: the filter width at compile time (0: at run time). Windows that lie inside x then walk their
+// C R window rows, each a run of kS taps at consecutive addresses of x and of the filter slice,
+// so every load of a row takes its address from the row's pointer plus a constant (per tap before,
+// a 64-bit address was formed for each of the four loads: a third of the loop's instructions).
+template <int KT, int kS>
 __global__ void __launch_bounds__(kThreads, 2) conv_shallow_nchw_kernel(const ShallowKernelArgs a) {
   __shared__ __align__(16) float wt[kMaxDepth * KT];  // the group's filters, [tap][channel]
   __shared__ int tap_off[kMaxDepth];                  // a tap's offset in x from the window origin
@@ -91,7 +96,59 @@ __global__ void __launch_bounds__(kThreads, 2) conv_shallow_nchw_kernel(const Sh
         }
       }
     };
-    if (__all_sync(0xffffffffu, interior)) {
+    // Window rows of kS taps (kS > 0): a row's four pointers, then kS taps at constant offsets
+    // from them. A warp with a window past the edge of x tests each load (zero padding): the
+    // row once per pixel, the column per tap.
+    auto row_passes = [&](auto guarded) {
+      constexpr bool kGuarded = decltype(guarded)::value;
+      const int rows = a.depth / (kS > 0 ? kS : 1);
+#pragma unroll 1
+      for (int row = 0; row < rows; ++row) {
+        const int t0 = row * kS;
+        const float* xr[kPixelsPerLane];
+        bool row_in[kPixelsPerLane];
+#pragma unroll
+        for (int j = 0; j < kPixelsPerLane; ++j) {
+          if constexpr (kGuarded) {
+            xr[j] = xi + (origin[j] + tap_off[t0]);  // not read where outside x
+            row_in[j] = unsigned(ih0[j] + tap_r[t0]) < unsigned(a.conv.h);
+          } else {
+            xr[j] = xi + unsigned(origin[j] + tap_off[t0]);  // >= 0: inside x
+          }
+        }
+#pragma unroll
+        for (int s = 0; s < kS; ++s) {
+          float v[kPixelsPerLane];
+#pragma unroll
+          for (int j = 0; j < kPixelsPerLane; ++j) {
+            if constexpr (kGuarded)
+              v[j] = row_in[j] && unsigned(iw0[j] + s) < unsigned(a.conv.w_in) ? __ldg(xr[j] + s) : 0.f;
+            else
+              v[j] = __ldg(xr[j] + s);
+          }
+          accumulate(t0 + s, v);
+        }
+      }
+    };
+    // Asks for every window row of a warp that lies inside x before its taps are read, so that
+    // the rows' misses overlap instead of arriving one row at a time inside the tap loop (the
+    // rows of padded warps are not asked for: some lie outside x).
+    auto prefetch_rows = [&] {
+      for (int t = 0; t < a.depth; t += a.conv.s) {
+        const int off = tap_off[t];
+#pragma unroll
+        for (int j = 0; j < kPixelsPerLane; ++j)
+          asm volatile("prefetch.global.L1 [%0];" ::"l"(xi + unsigned(origin[j] + off)));
+      }
+    };
+    const bool inside = __all_sync(0xffffffffu, interior);
+    if (inside) prefetch_rows();
+    if constexpr (kS > 0) {
+      if (inside)
+        row_passes(std::false_type{});
+      else
+        row_passes(std::true_type{});
+    } else if (inside) {
       // Every window of the warp lies inside x: no bounds tests.
 #pragma unroll 2
       for (int t = 0; t < a.depth; ++t) {
@@ -114,19 +171,27 @@ __global__ void __launch_bounds__(kThreads, 2) conv_shallow_nchw_kernel(const Sh
         accumulate(t, v);
       }
     }
-    float* yi = a.conv.y + int64_t(image) * a.y_image + int64_t(f0) * a.pq;
+    // A channel's four pixels of this lane lie 32 floats apart from one pointer.
+    float* yc = a.conv.y + int64_t(image) * a.y_image + int64_t(f0) * a.pq + m0;
+    if (f0 + KT <= a.conv.k && m0 + 32 * (kPixelsPerLane - 1) < a.pq) {
+      // A whole group of channels and all four pixels (every job but an image's last): no tests.
 #pragma unroll
-    for (int f = 0; f < KT; ++f) {
-      if (f0 + f >= a.conv.k) break;
+      for (int f = 0; f < KT; ++f, yc += a.pq)
 #pragma unroll
-      for (int j = 0; j < kPixelsPerLane; ++j)
-        if (m0 + 32 * j < a.pq) yi[m0 + 32 * j] = acc[j][f];
-      yi += a.pq;
+        for (int j = 0; j < kPixelsPerLane; ++j) yc[32 * j] = acc[j][f];
+    } else {
+#pragma unroll
+      for (int f = 0; f < KT; ++f, yc += a.pq) {
+        if (f0 + f >= a.conv.k) break;
+#pragma unroll
+        for (int j = 0; j < kPixelsPerLane; ++j)
+          if (m0 + 32 * j < a.pq) yc[32 * j] = acc[j][f];
+      }
     }
   }
 }
 
-template <int KT>
+template <int KT, int kS>
 cudaError_t launch(ShallowKernelArgs a, int num_sms, cudaStream_t stream) {
   a.groups = (a.conv.k + KT - 1) / KT;
   // Job blocks per group: enough for every job, capped at ~16 blocks per SM in all (two resident
@@ -135,8 +200,23 @@ cudaError_t launch(ShallowKernelArgs a, int num_sms, cudaStream_t stream) {
   const int64_t cap = std::max<int64_t>(1, int64_t(std::max(num_sms, 1)) * 16 / a.groups);
   const int64_t blocks = std::min(needed, cap) * a.groups;
   if (blocks > INT32_MAX) return cudaErrorInvalidValue;
-  conv_shallow_nchw_kernel<KT><<<unsigned(blocks), kThreads, 0, stream>>>(a);
+  conv_shallow_nchw_kernel<KT, kS><<<unsigned(blocks), kThreads, 0, stream>>>(a);
   return cudaGetLastError();
+}
+
+// The filter widths of the common small kernels at compile time; others at run time.
+template <int KT>
+cudaError_t launch_width(const ShallowKernelArgs& a, int num_sms, cudaStream_t stream) {
+  switch (a.conv.s) {
+    case 1: return launch<KT, 1>(a, num_sms, stream);
+    case 2: return launch<KT, 2>(a, num_sms, stream);
+    case 3: return launch<KT, 3>(a, num_sms, stream);
+    case 4: return launch<KT, 4>(a, num_sms, stream);
+    case 5: return launch<KT, 5>(a, num_sms, stream);
+    case 7: return launch<KT, 7>(a, num_sms, stream);
+    case 8: return launch<KT, 8>(a, num_sms, stream);
+    default: return launch<KT, 0>(a, num_sms, stream);
+  }
 }
 
 }  // namespace
@@ -156,7 +236,7 @@ cudaError_t launch_conv_fp32_shallow_nchw(const ShallowConvParams& p, int num_sm
   a.job_div = FastDivmod(uint32_t(jobs_per_image));
   a.q_div = FastDivmod(uint32_t(p.q));
   // Eight channels per thread where sixteen would be half padding or more.
-  return p.k <= 8 ? launch<8>(a, num_sms, stream) : launch<16>(a, num_sms, stream);
+  return p.k <= 8 ? launch_width<8>(a, num_sms, stream) : launch_width<16>(a, num_sms, stream);
 }
 
 }  // namespace winconv::im2win

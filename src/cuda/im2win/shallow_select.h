@@ -7,10 +7,13 @@
 // channel's pixels from the registers, a warp's 128 consecutive pixels per channel. It computes
 // no padded channels beyond a group of 8 or 16, where the GEMM's narrowest tile is 32 channels
 // wide and its reduction runs in 16-deep steps. Measured against the GEMM's best tile (tile
-// sweep, batch 128, H100): 1.09-3.9x faster with at most 32 filters (3x3 stems of 8, 16 and 32
-// filters, 1-channel 5x5 and 8x8 layers, C*R*S from 25 to 64); 0.90-1.08x at 64 filters (conv7
-// 0.95x), 0.82x at 96 and 0.91x at 256, where the GEMM reuses each gathered window across a
-// tile of filters.
+// sweep, batch 128, H100). v15: 1.09-3.9x faster with at most 32 filters (3x3 stems of 8, 16 and
+// 32 filters, 1-channel 5x5 and 8x8 layers, C*R*S from 25 to 64); 0.90-1.08x at 64 filters
+// (conv7 0.95x), 0.82x at 96 and 0.91x at 256, where the GEMM reuses each gathered window
+// across a tile of filters. v17 (window rows at compile-time filter widths, rows prefetched)
+// made the kernel 0.82-0.92x of v15's time on the layers measured, taking conv7 to 1.08x
+// the GEMM's speed and the padded 64-filter 3x3 stem to 1.30x: the rule now takes up to 64
+// (docs/conv2d.md, v17).
 #pragma once
 
 #include <cstdint>
@@ -20,7 +23,7 @@ namespace winconv::im2win {
 // The largest reduction C*R*S the kernel holds (its shared filter slice and tap table).
 constexpr int64_t kShallowMaxDepth = 64;
 // The most output channels for which the rule gives it a layer.
-constexpr int64_t kShallowMaxFilters = 32;
+constexpr int64_t kShallowMaxFilters = 64;
 
 // Whether conv2d_forward takes the direct kernel: NCHW, windows on chip (the default), a
 // reduction C*R*S of at most kShallowMaxDepth and at most kShallowMaxFilters output channels.
