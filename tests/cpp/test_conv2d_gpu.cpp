@@ -340,9 +340,9 @@ TEST(Conv2dGpu, EveryTileShapeMatchesReference) {
 }
 
 // The direct kernel for shallow reductions (shallow_select.h): random NCHW problems with
-// C * R * S <= 64 and up to 64 filters (both of its channel groupings, with tails), padded and
-// not, strides 1-4, odd sizes, against the FP64 reference; the plan must choose the kernel, need
-// no workspace, and repeat bit for bit.
+// C * R * S <= 64 and up to as many filters as the rule takes for them (both of the kernel's
+// channel groupings, with tails), padded and not, strides 1-4, odd sizes, against the FP64
+// reference; the plan must choose the kernel, need no workspace, and repeat bit for bit.
 TEST(Conv2dGpu, ShallowNarrowLayersTakeTheDirectKernel) {
   WINCONV_REQUIRE_GPU();
   int sms = 0;
@@ -360,7 +360,7 @@ TEST(Conv2dGpu, ShallowNarrowLayersTakeTheDirectKernel) {
       pb.s = pick(1, 8);
     } while (pb.c * pb.r * pb.s > im2win::kShallowMaxDepth);
     pb.n = pick(1, 3);
-    pb.k = i % 3 == 0 ? pick(1, 8) : pick(9, im2win::kShallowMaxFilters);
+    pb.k = i % 3 == 0 ? pick(1, 8) : pick(9, im2win::shallow_max_filters(pb.c, pb.r, pb.s));
     pb.h = pick(1, 90);
     pb.w = pick(1, 90);
     pb.stride_h = pick(1, 4);
@@ -388,7 +388,7 @@ TEST(Conv2dGpu, ShallowNarrowLayersTakeTheDirectKernel) {
   cfg.algo = Conv2dAlgo::kMaterialized;
   EXPECT_FALSE(conv2d_gemm_plan(cfg, sms, nullptr).shallow);
   cfg.algo = Conv2dAlgo::kAuto;
-  cfg.problem.k = im2win::kShallowMaxFilters + 1;
+  cfg.problem.k = im2win::shallow_max_filters(3, 3, 3) + 1;
   EXPECT_FALSE(conv2d_gemm_plan(cfg, sms, nullptr).shallow);
   cfg.problem.k = 32;
   cfg.problem.c = 5;  // 5 x 13 x 1 = 65

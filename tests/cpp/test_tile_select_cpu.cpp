@@ -250,8 +250,15 @@ TEST(ShallowSelect, TakesShallowNarrowNchwOnChipLayersOnly) {
   EXPECT_TRUE(shallow_direct_selected(true, true, 3, 3, 3, 64));
   EXPECT_TRUE(shallow_direct_selected(true, true, 1, 8, 8, 32));
   EXPECT_TRUE(shallow_direct_selected(true, true, 1, 1, 1, 1));
+  EXPECT_TRUE(shallow_direct_selected(true, true, 3, 4, 4, 64));    // 48 deep
   EXPECT_FALSE(shallow_direct_selected(true, true, 3, 3, 3, 65));   // the GEMM
-  EXPECT_FALSE(shallow_direct_selected(true, true, 4, 4, 4, 96));   // a 4x4 patchify layer
+  EXPECT_FALSE(shallow_direct_selected(true, true, 3, 4, 4, 96));   // a 4x4 patchify layer
+  // 64 filters only where measured ahead: not at width 1, nor past 48 deep.
+  EXPECT_TRUE(shallow_direct_selected(true, true, 64, 1, 1, 32));
+  EXPECT_FALSE(shallow_direct_selected(true, true, 64, 1, 1, 64));  // a 1x1 bottleneck layer
+  EXPECT_FALSE(shallow_direct_selected(true, true, 16, 3, 1, 64));  // width 1
+  EXPECT_FALSE(shallow_direct_selected(true, true, 7, 3, 3, 64));   // 63 deep
+  EXPECT_TRUE(shallow_direct_selected(true, true, 7, 3, 3, 32));
   EXPECT_FALSE(shallow_direct_selected(true, true, 5, 4, 4, 16));   // 80 deep
   EXPECT_FALSE(shallow_direct_selected(true, true, 3, 7, 7, 16));   // 147 deep
   EXPECT_FALSE(shallow_direct_selected(false, true, 3, 3, 3, 16));  // NHWC
