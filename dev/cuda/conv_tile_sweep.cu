@@ -4,8 +4,8 @@
 // shape's (same reduction order per element, so they agree to rounding). With TILES = selected
 // only the chosen shape runs (dev/variants/compare-conv times kernel variants that way). NCHW
 // layers with C*R*S <= kShallowMaxDepth also time the direct shallow kernel (tile "direct",
-// conv2d_forward_shallow), which the rule chooses for up to shallow_max_filters(C, R, S) filters
-// (shallow_select.h).
+// conv2d_forward_shallow), which the rule chooses for up to shallow_max_filters(C, R, S, stride_w)
+// filters (shallow_select.h).
 //
 //   conv_tile_sweep LAYERS_CSV [BATCH] [ITERS] [all|selected]
 //

@@ -98,7 +98,7 @@ Conv2dGemmPlan conv2d_gemm_plan(const Conv2dConfig& config, int num_sms, const i
   g.shallow = !tile_override &&
               im2win::shallow_direct_selected(config.layout == Layout::kNCHW,
                                               conv2d_resolve_algo(config) == Conv2dAlgo::kOnChip, pb.c, pb.r, pb.s,
-                                              pb.k) &&
+                                              pb.stride_w, pb.k) &&
               im2win::shallow_kernel_fits(shallow_params(pb, nullptr, nullptr, nullptr));
   g.m = pb.n * pb.p() * pb.q();
   g.n = pb.k;

@@ -354,17 +354,19 @@ TEST(Conv2dGpu, ShallowNarrowLayersTakeTheDirectKernel) {
     cfg.layout = Layout::kNCHW;
     cfg.algo = i % 2 ? Conv2dAlgo::kAuto : Conv2dAlgo::kOnChip;
     Conv2dProblem& pb = cfg.problem;
+    int64_t max_filters = 0;
     do {
       pb.c = pick(1, 6);
       pb.r = pick(1, 8);
       pb.s = pick(1, 8);
-    } while (pb.c * pb.r * pb.s > im2win::kShallowMaxDepth);
+      pb.stride_h = pick(1, 4);
+      pb.stride_w = pick(0, 1) ? pb.stride_h : pick(1, 4);
+      max_filters = im2win::shallow_max_filters(pb.c, pb.r, pb.s, pb.stride_w);
+    } while (max_filters == 0);
     pb.n = pick(1, 3);
-    pb.k = i % 3 == 0 ? pick(1, 8) : pick(9, im2win::shallow_max_filters(pb.c, pb.r, pb.s));
+    pb.k = i % 3 == 0 ? pick(1, 8) : pick(9, max_filters);
     pb.h = pick(1, 90);
     pb.w = pick(1, 90);
-    pb.stride_h = pick(1, 4);
-    pb.stride_w = pick(0, 1) ? pb.stride_h : pick(1, 4);
     pb.pad_h = pick(0, pb.r - 1);
     pb.pad_w = pick(0, pb.s - 1);
     pb.h = std::max(pb.h, pb.r - 2 * pb.pad_h);
@@ -388,7 +390,7 @@ TEST(Conv2dGpu, ShallowNarrowLayersTakeTheDirectKernel) {
   cfg.algo = Conv2dAlgo::kMaterialized;
   EXPECT_FALSE(conv2d_gemm_plan(cfg, sms, nullptr).shallow);
   cfg.algo = Conv2dAlgo::kAuto;
-  cfg.problem.k = im2win::shallow_max_filters(3, 3, 3) + 1;
+  cfg.problem.k = im2win::shallow_max_filters(3, 3, 3, 1) + 1;
   EXPECT_FALSE(conv2d_gemm_plan(cfg, sms, nullptr).shallow);
   cfg.problem.k = 32;
   cfg.problem.c = 5;  // 5 x 13 x 1 = 65
@@ -578,19 +580,20 @@ TEST(Conv2dGpu, BenchmarkLayersAtBatch2) {
   EXPECT_EQ(layers, 13);
 }
 
-// Runs check(cfg, shallow) on the rejection tests' problem (4 x 8 x 8 input, 3 x 3 filters, tensors
-// within 2048 floats) on both paths: 40 filters run the window GEMM, 4 the direct kernel.
+// Runs check(cfg, shallow) on the rejection tests' problems (8 x 8 inputs, 3 x 3 filters, tensors
+// within 2048 floats) on both paths: 8 channels (a reduction of 72, past any filter count the direct
+// kernel takes) run the window GEMM, 4 channels with 4 filters the direct kernel.
 template <typename Check>
 void on_both_paths(Check check) {
   int sms = 0;
   ASSERT_TRUE(cuda_check_device(&sms).ok());
-  for (int64_t k : {40, 4}) {
+  for (int64_t c : {8, 4}) {
     Conv2dConfig cfg;
-    cfg.problem.n = 1; cfg.problem.c = 4; cfg.problem.h = 8; cfg.problem.w = 8; cfg.problem.k = k;
+    cfg.problem.n = 1; cfg.problem.c = c; cfg.problem.h = 8; cfg.problem.w = 8; cfg.problem.k = 4;
     cfg.problem.r = 3; cfg.problem.s = 3;
     SCOPED_TRACE(testing::describe(cfg));
     const bool shallow = conv2d_gemm_plan(cfg, sms, nullptr).shallow;
-    EXPECT_EQ(shallow, k == 4);
+    EXPECT_EQ(shallow, c == 4);
     check(cfg, shallow);
   }
 }

@@ -244,25 +244,57 @@ TEST(KSplit, PredictedTieTakesTheFewerSplits) {
 }
 
 TEST(ShallowSelect, TakesShallowNarrowNchwOnChipLayersOnly) {
-  // 3x3 stems of 8 to 64 filters (conv7), a 1-channel 8x8 layer at the depth limit.
-  EXPECT_TRUE(shallow_direct_selected(true, true, 3, 3, 3, 16));
-  EXPECT_TRUE(shallow_direct_selected(true, true, 3, 3, 3, 32));
-  EXPECT_TRUE(shallow_direct_selected(true, true, 3, 3, 3, 64));
-  EXPECT_TRUE(shallow_direct_selected(true, true, 1, 8, 8, 32));
-  EXPECT_TRUE(shallow_direct_selected(true, true, 1, 1, 1, 1));
-  EXPECT_TRUE(shallow_direct_selected(true, true, 3, 4, 4, 64));    // 48 deep
-  EXPECT_FALSE(shallow_direct_selected(true, true, 3, 3, 3, 65));   // the GEMM
-  EXPECT_FALSE(shallow_direct_selected(true, true, 3, 4, 4, 96));   // a 4x4 patchify layer
-  // 64 filters only where measured ahead: not at width 1, nor past 48 deep.
-  EXPECT_TRUE(shallow_direct_selected(true, true, 64, 1, 1, 32));
-  EXPECT_FALSE(shallow_direct_selected(true, true, 64, 1, 1, 64));  // a 1x1 bottleneck layer
-  EXPECT_FALSE(shallow_direct_selected(true, true, 16, 3, 1, 64));  // width 1
-  EXPECT_FALSE(shallow_direct_selected(true, true, 7, 3, 3, 64));   // 63 deep
-  EXPECT_TRUE(shallow_direct_selected(true, true, 7, 3, 3, 32));
-  EXPECT_FALSE(shallow_direct_selected(true, true, 5, 4, 4, 16));   // 80 deep
-  EXPECT_FALSE(shallow_direct_selected(true, true, 3, 7, 7, 16));   // 147 deep
-  EXPECT_FALSE(shallow_direct_selected(false, true, 3, 3, 3, 16));  // NHWC
-  EXPECT_FALSE(shallow_direct_selected(true, false, 3, 3, 3, 16));  // materialized windows
+  // Arguments: NCHW, on-chip windows, C, R, S, horizontal stride, filters.
+  // Overlapping rows at stride 1: 3x3 stems of 8 to 64 filters (conv7), reductions up to 64.
+  EXPECT_TRUE(shallow_direct_selected(true, true, 3, 3, 3, 1, 16));
+  EXPECT_TRUE(shallow_direct_selected(true, true, 3, 3, 3, 1, 64));
+  EXPECT_TRUE(shallow_direct_selected(true, true, 7, 3, 3, 1, 64));    // 63 deep
+  EXPECT_TRUE(shallow_direct_selected(true, true, 1, 7, 7, 1, 64));    // 49 deep
+  EXPECT_TRUE(shallow_direct_selected(true, true, 4, 4, 4, 1, 64));    // 64 deep
+  EXPECT_TRUE(shallow_direct_selected(true, true, 1, 1, 1, 1, 1));
+  EXPECT_FALSE(shallow_direct_selected(true, true, 3, 3, 3, 1, 65));   // the GEMM
+  // Overlapping rows at stride 2: 64 filters up to 48 deep, 32 beyond; stride 4: 32.
+  EXPECT_TRUE(shallow_direct_selected(true, true, 3, 3, 3, 2, 64));
+  EXPECT_TRUE(shallow_direct_selected(true, true, 2, 4, 4, 2, 64));
+  EXPECT_FALSE(shallow_direct_selected(true, true, 6, 3, 3, 2, 64));   // 54 deep
+  EXPECT_TRUE(shallow_direct_selected(true, true, 6, 3, 3, 2, 32));
+  EXPECT_TRUE(shallow_direct_selected(true, true, 1, 8, 8, 4, 32));
+  EXPECT_FALSE(shallow_direct_selected(true, true, 1, 8, 8, 4, 64));
+  EXPECT_FALSE(shallow_direct_selected(true, true, 3, 5, 5, 3, 16));   // 75 deep
+  // Windows side by side (S <= stride): 32 filters up to 8 deep, 16 up to 48, none beyond.
+  EXPECT_TRUE(shallow_direct_selected(true, true, 8, 1, 1, 1, 32));
+  EXPECT_FALSE(shallow_direct_selected(true, true, 16, 1, 1, 1, 32));
+  EXPECT_TRUE(shallow_direct_selected(true, true, 16, 1, 1, 1, 16));
+  EXPECT_FALSE(shallow_direct_selected(true, true, 64, 1, 1, 1, 16));  // a 1x1 layer, 64 deep
+  EXPECT_FALSE(shallow_direct_selected(true, true, 64, 1, 1, 1, 1));
+  EXPECT_TRUE(shallow_direct_selected(true, true, 3, 4, 4, 4, 16));    // a 4x4 patchify layer
+  EXPECT_FALSE(shallow_direct_selected(true, true, 3, 4, 4, 4, 32));
+  EXPECT_FALSE(shallow_direct_selected(true, true, 3, 4, 4, 4, 96));
+  EXPECT_FALSE(shallow_direct_selected(true, true, 3, 2, 2, 2, 64));
+  EXPECT_FALSE(shallow_direct_selected(true, true, 16, 3, 1, 1, 32));  // width 1: side by side
+  EXPECT_TRUE(shallow_direct_selected(true, true, 16, 3, 1, 1, 16));
+  // Not the kernel's: too deep, NHWC, materialized windows.
+  EXPECT_FALSE(shallow_direct_selected(true, true, 5, 4, 4, 1, 16));   // 80 deep
+  EXPECT_FALSE(shallow_direct_selected(true, true, 3, 7, 7, 1, 16));   // 147 deep
+  EXPECT_FALSE(shallow_direct_selected(false, true, 3, 3, 3, 1, 16));  // NHWC
+  EXPECT_FALSE(shallow_direct_selected(true, false, 3, 3, 3, 1, 16));  // materialized windows
+}
+
+// The filter counts the rule gives, on each side of its thresholds.
+TEST(ShallowSelect, MaxFiltersByOverlapStrideAndDepth) {
+  EXPECT_EQ(shallow_max_filters(3, 3, 3, 1), kShallowMaxFilters);
+  EXPECT_EQ(shallow_max_filters(3, 3, 3, 2), kShallowMaxFilters);
+  EXPECT_EQ(shallow_max_filters(3, 4, 4, 2), kShallowMaxFilters);   // 48 deep
+  EXPECT_EQ(shallow_max_filters(1, 7, 7, 2), kShallowNarrowMaxFilters);  // 49 deep
+  EXPECT_EQ(shallow_max_filters(3, 3, 3, 3), kShallowSideBySideMaxFilters);  // 3 wide at stride 3
+  EXPECT_EQ(shallow_max_filters(1, 5, 5, 3), kShallowNarrowMaxFilters);  // overlapping at stride 3
+  EXPECT_EQ(shallow_max_filters(3, 3, 3, 4), shallow_max_filters(27, 1, 1, 1));  // side by side alike
+  EXPECT_EQ(shallow_max_filters(8, 1, 1, 1), kShallowNarrowMaxFilters);
+  EXPECT_EQ(shallow_max_filters(9, 1, 1, 1), kShallowSideBySideMaxFilters);
+  EXPECT_EQ(shallow_max_filters(48, 1, 1, 1), kShallowSideBySideMaxFilters);
+  EXPECT_EQ(shallow_max_filters(49, 1, 1, 1), 0);
+  EXPECT_EQ(shallow_max_filters(65, 1, 1, 1), 0);
+  EXPECT_EQ(shallow_max_filters(5, 13, 1, 1), 0);                   // 65 deep
 }
 
 }  // namespace

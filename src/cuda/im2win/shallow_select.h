@@ -1,22 +1,26 @@
 // Which NCHW layers skip the im2win GEMM for the direct shallow-reduction kernel
-// (conv_shallow_nchw.cu; docs/conv2d.md, v15). Host-only and free of CUDA headers, so the rule is
-// tested on a machine without CUDA.
+// (conv_shallow_nchw.cu; docs/conv2d.md, v15, v17 and "The direct kernel's rule by window
+// overlap"). Host-only and free of CUDA headers, so the rule is tested on a machine without CUDA.
 //
 // The kernel keeps its block's filter slice in shared memory, gathers each output pixel's window
 // straight into registers (the window row of im2win, never staged) and stores every output
 // channel's pixels from the registers, a warp's 128 consecutive pixels per channel. It computes
 // no padded channels beyond a group of 8 or 16, where the GEMM's narrowest tile is 32 channels
-// wide and its reduction runs in 16-deep steps. Measured against the GEMM's best tile (tile
-// sweep, batch 128, H100). v15: 1.09-3.9x faster with at most 32 filters (3x3 stems of 8, 16 and
-// 32 filters, 1-channel 5x5 and 8x8 layers, C*R*S from 25 to 64); 0.90-1.08x at 64 filters
-// (conv7 0.95x), 0.82x at 96 and 0.91x at 256, where the GEMM reuses each gathered window
-// across a tile of filters. v17 (window rows at compile-time filter widths, rows prefetched)
-// made the kernel 0.82-0.92x of v15's time on the layers measured and put it ahead of the best
-// GEMM tile on every 64-filter layer timed: 1.08-1.28x on reductions of 9 to 36 (conv7, 3x3 and
-// 4x4 layers of 1 to 4 channels). So it takes 64 filters where that holds: filter widths of 2
-// or more (width 1 has no row to walk; its loop is v15's) and reductions of at most three of the
-// GEMM's 16-deep steps, beyond which the GEMM's rate rises with its steps (unmeasured there at 64
-// filters). Elsewhere 32 (docs/conv2d.md, v17).
+// wide and its reduction runs in 16-deep steps; the GEMM in turn reuses each gathered window
+// across a register tile of filters. v17 walks a window row at a compile-time filter width, so
+// neighbouring outputs whose windows overlap along the row (S > stride) share its loads.
+// Measured against the GEMM's best tile (tile sweep, batch 128, H100), GEMM time / direct time:
+//   - overlapping rows at stride 1, 64 filters: 1.08-1.38 on reductions of 9 to 64 (conv7,
+//     padded stems, 3x3 layers of 1 to 7 channels, 2-channel 5x5, 1-channel 7x7, 4-channel 4x4);
+//   - overlapping rows at stride 2, 64 filters: 1.10-1.11 on reductions of 27 and 32; at stride
+//     4, 64 filters 0.94 (1-channel 8x8, 64 deep) and 32 filters 1.01;
+//   - windows side by side (S <= stride: 1 x 1 layers, patchify layers): 1.09 for 32 filters on
+//     8 channels of 1 x 1 and 1.13 for 16 filters of a 3-channel 4x4 stride-4 layer; the GEMM
+//     ahead everywhere else measured: 0.64-0.98 at 64 filters (2x2 stride 2, 3x3 stride 3, 4x4
+//     stride 4), 0.68-0.95 at 32 (1 x 1 of 16 and 32 channels, 4x4 stride 4), 0.79 for 16
+//     filters of a 64-channel 1 x 1.
+// The rule takes the kernel where those measurements put it ahead, and nowhere untimed beyond
+// them: strides of 3 or more, and reductions of 49-64 at stride 2, keep v15's 32 filters.
 #pragma once
 
 #include <cstdint>
@@ -25,23 +29,35 @@ namespace winconv::im2win {
 
 // The largest reduction C*R*S the kernel holds (its shared filter slice and tap table).
 constexpr int64_t kShallowMaxDepth = 64;
-// The most output channels the rule gives it: kShallowMaxFilters for filter widths of 2 or more and
-// reductions of at most kShallowWideMaxDepth, kShallowNarrowMaxFilters for the others.
+// Windows that overlap along the row: kShallowMaxFilters at stride 1, and at stride 2 on
+// reductions of at most kShallowStrideTwoMaxDepth; kShallowNarrowMaxFilters otherwise.
 constexpr int64_t kShallowMaxFilters = 64;
-constexpr int64_t kShallowWideMaxDepth = 48;
+constexpr int64_t kShallowStrideTwoMaxDepth = 48;
 constexpr int64_t kShallowNarrowMaxFilters = 32;
+// Windows side by side: kShallowNarrowMaxFilters on reductions of at most kShallowSideBySideDeep32,
+// kShallowSideBySideMaxFilters up to kShallowSideBySideMaxDepth, none deeper.
+constexpr int64_t kShallowSideBySideDeep32 = 8;
+constexpr int64_t kShallowSideBySideMaxFilters = 16;
+constexpr int64_t kShallowSideBySideMaxDepth = 48;
 
-// The most output channels for which the rule takes a C x R x S filter (0: too deep to hold).
-inline int64_t shallow_max_filters(int64_t c, int64_t r, int64_t s) {
+// The most output channels for which the rule takes a C x R x S filter at horizontal stride
+// stride_w (0: too deep to hold, or a layer the GEMM runs at every filter count).
+inline int64_t shallow_max_filters(int64_t c, int64_t r, int64_t s, int64_t stride_w) {
   const int64_t depth = c * r * s;
   if (depth > kShallowMaxDepth) return 0;
-  return s >= 2 && depth <= kShallowWideMaxDepth ? kShallowMaxFilters : kShallowNarrowMaxFilters;
+  if (s > stride_w) {
+    if (stride_w == 1 || (stride_w == 2 && depth <= kShallowStrideTwoMaxDepth)) return kShallowMaxFilters;
+    return kShallowNarrowMaxFilters;
+  }
+  if (depth <= kShallowSideBySideDeep32) return kShallowNarrowMaxFilters;
+  return depth <= kShallowSideBySideMaxDepth ? kShallowSideBySideMaxFilters : 0;
 }
 
 // Whether conv2d_forward takes the direct kernel: NCHW, windows on chip (the default), a
 // reduction C*R*S the kernel holds and at most shallow_max_filters output channels.
-inline bool shallow_direct_selected(bool nchw, bool onchip, int64_t c, int64_t r, int64_t s, int64_t k) {
-  return nchw && onchip && k <= shallow_max_filters(c, r, s);
+inline bool shallow_direct_selected(bool nchw, bool onchip, int64_t c, int64_t r, int64_t s, int64_t stride_w,
+                                    int64_t k) {
+  return nchw && onchip && k <= shallow_max_filters(c, r, s, stride_w);
 }
 
 }  // namespace winconv::im2win
