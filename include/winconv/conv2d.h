@@ -57,8 +57,9 @@ struct Conv2dConfig {
 Status conv2d_validate(const Conv2dConfig& config);
 
 // Bytes of device workspace conv2d_forward needs for this config on the current CUDA device: the
-// repacked filter, a table of one int per reduction index (on-chip algorithm without padding, but
-// for the NHWC channel-vector gather), the window tensor (materialized algorithm) and, for GEMMs
+// repacked filter, a table of one int per reduction index (on-chip algorithm, but for the NHWC
+// channel-vector gather; two with padding, none with padding and R or S above 15), the window
+// tensor (materialized algorithm) and, for GEMMs
 // too small to fill the GPU, the partial tiles of the reduction splits. The splits depend on the
 // device's SM count, so ask with the device current that will run the call. Without a device, in
 // a build with the CUDA kernels: the unsplit size; a build without them returns kNoDevice.

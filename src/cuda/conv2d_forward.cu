@@ -9,6 +9,7 @@
 #include "cuda/im2win/im2win_transform.h"
 #include "cuda/im2win/reduction_table.h"
 #include "cuda/im2win/splitk_reduce.h"
+#include "cuda/im2win/tap_mask.h"
 #include "cuda/im2win/tile_select.h"
 #include "winconv/conv2d.h"
 
@@ -24,17 +25,20 @@ int padded_k(const Conv2dProblem& pb) { return int((pb.k + 3) / 4 * 4); }
 // The reduction depth C*R*S rounded up to whole pipeline stages: the repacked filter's rows.
 int padded_kg(const Conv2dProblem& pb) { return int((pb.c * pb.r * pb.s + im2win::kBK - 1) / im2win::kBK * im2win::kBK); }
 
-// The unpadded on-chip gathers with a k-major A stage (all but the NHWC channel-vector one) read
-// the reduction table.
-bool uses_reduction_table(const Conv2dConfig& config, Conv2dAlgo algo, const Conv2dGemmPlan& plan) {
-  return algo == Conv2dAlgo::kOnChip && config.problem.pad_h == 0 && config.problem.pad_w == 0 &&
-         plan.a_order == im2win::AStageOrder::kKMajor;
+bool has_padding(const Conv2dProblem& pb) { return pb.pad_h != 0 || pb.pad_w != 0; }
+
+// The on-chip gathers with a k-major A stage (all but the NHWC channel-vector one) read the
+// reduction table, unless they walk the digits: padded, with R or S past the tap mask's reach.
+ReductionTableKind reduction_table_kind(const Conv2dProblem& pb, Conv2dAlgo algo, im2win::AStageOrder a_order) {
+  if (algo != Conv2dAlgo::kOnChip || a_order != im2win::AStageOrder::kKMajor) return ReductionTableKind::kNone;
+  if (!has_padding(pb)) return ReductionTableKind::kOffsets;
+  return im2win::tap_mask_fits(pb.r, pb.s) ? ReductionTableKind::kOffsetsAndTapBits : ReductionTableKind::kNone;
 }
 
 // The split partial tiles: (m - m_begin) * n rounded up to 4 floats each (16-byte aligned).
 int64_t partial_stride(const Conv2dGemmPlan& g) { return ((g.m - g.ksplit.m_begin) * g.n + 3) / 4 * 4; }
 
-// Workspace: [repacked filter | reduction table (unpadded on-chip only) | window tensor
+// Workspace: [repacked filter | reduction table (on-chip, k-major A stage) | window tensor
 // (materialized only) | split-K partial tiles (split-K only)], each 256-byte aligned; the total
 // ends at the last part present.
 struct WorkspaceLayout {
@@ -54,7 +58,8 @@ WorkspaceLayout workspace_layout(const Conv2dConfig& config, Conv2dAlgo algo, co
     l.total = *offset + bytes;
   };
   const bool materialized = algo == Conv2dAlgo::kMaterialized;
-  l.table_bytes = uses_reduction_table(config, algo, plan) ? im2win::reduction_table_bytes(padded_kg(pb)) : 0;
+  if (plan.table != ReductionTableKind::kNone)
+    l.table_bytes = im2win::reduction_table_bytes(padded_kg(pb), plan.table == ReductionTableKind::kOffsetsAndTapBits);
   place(l.table_bytes, &l.table_offset);
   if (materialized) l.window_bytes = sizeof(float) * size_t(pb.n * pb.c * pb.p() * (pb.w + 2 * pb.pad_w) * pb.r);
   place(l.window_bytes, &l.window_offset);
@@ -104,6 +109,7 @@ Conv2dGemmPlan conv2d_gemm_plan(const Conv2dConfig& config, int num_sms, const i
   g.n = pb.k;
   g.a_order = config.layout == Layout::kNHWC && pb.c % 4 == 0 ? im2win::AStageOrder::kPixelMajor
                                                                 : im2win::AStageOrder::kKMajor;
+  g.table = reduction_table_kind(pb, conv2d_resolve_algo(config), g.a_order);
   g.tile = tile_override ? *tile_override : im2win::select_tile(g.m, g.n, num_sms > 0 ? num_sms : 1, g.a_order);
   g.ksplit = im2win::select_k_splits(g.m, g.n, pb.c * pb.r * pb.s, g.tile, num_sms);
   return g;
@@ -195,7 +201,8 @@ Status conv2d_forward_tiled(const Conv2dConfig& config, const void* x, const voi
   int* table = ws.table_bytes > 0 ? reinterpret_cast<int*>(base + ws.table_offset) : nullptr;
   p.k_table = table;
   WINCONV_RETURN_IF_CUDA_ERROR(im2win::launch_filter_repack(config, order, static_cast<const float*>(w), filter,
-                                                            p.n_pad, p.kg_pad, table, stream),
+                                                            p.n_pad, p.kg_pad, table,
+                                                            plan.table == ReductionTableKind::kOffsetsAndTapBits, stream),
                                "filter repack launch");
   if (materialized) {
     auto* window = reinterpret_cast<float*>(base + ws.window_offset);
@@ -209,12 +216,20 @@ Status conv2d_forward_tiled(const Conv2dConfig& config, const void* x, const voi
                                  "im2win window GEMM launch");
   } else {
     p.a_src = static_cast<const float*>(x);
-    const bool unpadded = pb.pad_h == 0 && pb.pad_w == 0;
-    im2win::ConvFp32Launcher* launch = nhwc_vec ? im2win::launch_conv_fp32_onchip_nhwc_vec
-                                       : nchw    ? (unpadded ? im2win::launch_conv_fp32_onchip_nchw_unpadded
-                                                             : im2win::launch_conv_fp32_onchip_nchw)
-                                                 : (unpadded ? im2win::launch_conv_fp32_onchip_nhwc_unpadded
-                                                             : im2win::launch_conv_fp32_onchip_nhwc);
+    im2win::ConvFp32Launcher* launch = nhwc_vec ? im2win::launch_conv_fp32_onchip_nhwc_vec : nullptr;
+    if (!nhwc_vec) {
+      switch (plan.table) {
+        case ReductionTableKind::kOffsets:
+          launch = nchw ? im2win::launch_conv_fp32_onchip_nchw_unpadded : im2win::launch_conv_fp32_onchip_nhwc_unpadded;
+          break;
+        case ReductionTableKind::kOffsetsAndTapBits:
+          launch = nchw ? im2win::launch_conv_fp32_onchip_nchw_tapmask : im2win::launch_conv_fp32_onchip_nhwc_tapmask;
+          break;
+        case ReductionTableKind::kNone:
+          launch = nchw ? im2win::launch_conv_fp32_onchip_nchw : im2win::launch_conv_fp32_onchip_nhwc;
+          break;
+      }
+    }
     WINCONV_RETURN_IF_CUDA_ERROR(launch(p, sk, tile, stream), "im2win on-chip GEMM launch");
   }
   if (sk.k_splits > 1)

@@ -12,14 +12,21 @@
 
 namespace winconv {
 
+// The reduction table the GEMM's gather reads (reduction_table.h): none (materialized windows,
+// the NHWC channel-vector gather, and padded windows past the tap mask's reach, which walk the
+// reduction digits), offsets (on chip without padding), or offsets and tap bits (on chip with
+// padding, tap_mask.h).
+enum class ReductionTableKind { kNone, kOffsets, kOffsetsAndTapBits };
+
 // How the FP32 GEMM of a call runs on a device with num_sms SMs: the GEMM size, how the A stage
-// is stored (pixel-major for NHWC with C % 4 == 0: 16-byte channel copies), the tile shape and
-// the reduction splits. With no device (num_sms = 0) there is one split.
+// is stored (pixel-major for NHWC with C % 4 == 0: 16-byte channel copies), the reduction table,
+// the tile shape and the reduction splits. With no device (num_sms = 0) there is one split.
 struct Conv2dGemmPlan {
   // The direct kernel instead of the GEMM (shallow_select.h): the fields below then go unused.
   bool shallow = false;
   int64_t m = 0, n = 0;
   im2win::AStageOrder a_order = im2win::AStageOrder::kKMajor;
+  ReductionTableKind table = ReductionTableKind::kNone;
   im2win::TileShape tile = im2win::TileShape::k128x128;
   im2win::KSplit ksplit;
 };

@@ -14,6 +14,7 @@
 #include "cuda/cuda_status.h"
 #include "cuda/im2win/im2win_transform.h"
 #include "cuda/im2win/shallow_select.h"
+#include "cuda/im2win/tap_mask.h"
 #include "gpu_test_util.h"
 
 #ifndef WINCONV_SOURCE_DIR
@@ -326,6 +327,7 @@ TEST(Conv2dGpu, EveryTileShapeMatchesReference) {
       // n, c, h, w, k, r, s, stride, pad
       {2, 3, 23, 21, 96, 5, 5, 2, 0}, {1, 8, 17, 19, 100, 3, 3, 1, 1}, {3, 5, 9, 10, 193, 3, 3, 1, 0},
       {2, 12, 15, 18, 13, 3, 3, 1, 1}, {1, 16, 20, 25, 32, 7, 7, 2, 3},  // N within one 32-wide tile
+      {1, 5, 14, 13, 40, 3, 5, 1, 2},  // padded, C % 4 != 0: the scalar NHWC gather's tap bits
   };
   for (const auto& s : shapes)
     for (Layout layout : {Layout::kNCHW, Layout::kNHWC})
@@ -337,6 +339,29 @@ TEST(Conv2dGpu, EveryTileShapeMatchesReference) {
           SCOPED_TRACE(testing::describe(cfg) + " tile " + im2win::tile_name(tile));
           expect_matches_reference(cfg, rng, &tile);
         }
+}
+
+// Padded windows on chip read the reduction table's tap bits where R and S are at most 15
+// (tap_mask.h) and walk the reduction digits past that: filters at the mask's reach and one past
+// it, in either dimension, and padding wider than the filter (windows wholly outside the image),
+// both layouts (C % 4 != 0: the scalar NHWC gather), against the FP64 reference.
+TEST(Conv2dGpu, PaddedFiltersAtAndPastTheTapMaskReach) {
+  WINCONV_REQUIRE_GPU();
+  std::mt19937_64 rng(43);
+  const int64_t shapes[][9] = {
+      // n, c, h, w, k, r, s, stride, pad
+      {2, 3, 20, 23, 40, 15, 15, 1, 7},  {1, 5, 9, 30, 70, 3, 17, 2, 8},
+      {1, 2, 33, 8, 24, 16, 5, 1, 4},    {2, 6, 11, 12, 33, 15, 3, 3, 20},
+  };
+  for (const auto& s : shapes)
+    for (Layout layout : {Layout::kNCHW, Layout::kNHWC}) {
+      const Conv2dConfig cfg = config_from_row(s, layout, Conv2dAlgo::kOnChip);
+      SCOPED_TRACE(testing::describe(cfg));
+      EXPECT_EQ(conv2d_gemm_plan(cfg, 0, nullptr).table, im2win::tap_mask_fits(s[5], s[6])
+                                                                ? ReductionTableKind::kOffsetsAndTapBits
+                                                                : ReductionTableKind::kNone);
+      expect_matches_reference(cfg, rng);
+    }
 }
 
 // The direct kernel for shallow reductions (shallow_select.h): random NCHW problems with

@@ -14,10 +14,14 @@ namespace winconv::im2win {
 using ConvFp32Launcher = cudaError_t(const ConvGemmParams& p, const SplitKParams& sk, TileShape tile,
                                      cudaStream_t stream);
 
+// On-chip windows: without padding (no bounds tests), with padding through the table's tap bits
+// (R, S <= kTapMaskMaxExtent, tap_mask.h), with padding walking the reduction digits (wider filters).
+ConvFp32Launcher launch_conv_fp32_onchip_nchw_unpadded;
+ConvFp32Launcher launch_conv_fp32_onchip_nchw_tapmask;
 ConvFp32Launcher launch_conv_fp32_onchip_nchw;
-ConvFp32Launcher launch_conv_fp32_onchip_nchw_unpadded;  // NCHW without padding: no bounds tests
+ConvFp32Launcher launch_conv_fp32_onchip_nhwc_unpadded;
+ConvFp32Launcher launch_conv_fp32_onchip_nhwc_tapmask;
 ConvFp32Launcher launch_conv_fp32_onchip_nhwc;
-ConvFp32Launcher launch_conv_fp32_onchip_nhwc_unpadded;  // NHWC without padding: no bounds tests
 ConvFp32Launcher launch_conv_fp32_window_nchw;
 ConvFp32Launcher launch_conv_fp32_window_nhwc;
 // NHWC with C % 4 == 0: 16-byte channel copies into a pixel-major A stage.

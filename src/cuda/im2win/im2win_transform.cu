@@ -5,6 +5,7 @@
 #include "cuda/common/fast_divmod.cuh"
 #include "cuda/im2win/im2win_transform.h"
 #include "cuda/im2win/reduction_digits.h"
+#include "cuda/im2win/tap_mask.h"
 
 namespace winconv::im2win {
 namespace {
@@ -56,6 +57,7 @@ __global__ void im2win_window_nhwc_kernel(const float* __restrict__ x, float* __
 struct RepackShape {
   int k, c, h, w, r, s, kg, kg_pad, n_pad;
   ReductionOrder order;
+  bool tap_bits;  // the table carries the padded gathers' tap bits after its offsets
 };
 
 // Filter tap kk of `order` -> (c, u, v): the digits of kk, most significant first, are
@@ -71,7 +73,8 @@ __device__ void reduction_tap(const RepackShape& s, int kk, int& c, int& u, int&
 }
 
 // One element of b per thread; the threads of column k = 0 also write the reduction table entry
-// of their row when there is a table (the unpadded on-chip gathers read it).
+// of their row when there is a table (the on-chip gathers read it), and with tap bits the entry's
+// bits kg_pad further on.
 __global__ void filter_repack_kernel(const float* __restrict__ w, float* __restrict__ b, int* __restrict__ table,
                                      RepackShape s) {
   const int64_t total = int64_t(s.kg_pad) * s.n_pad;
@@ -83,7 +86,10 @@ __global__ void filter_repack_kernel(const float* __restrict__ w, float* __restr
     const bool nhwc = s.order == ReductionOrder::kUVC || s.order == ReductionOrder::kVUC;
     const int src = nhwc ? (u * s.s + v) * s.c + c : (c * s.r + u) * s.s + v;
     b[e] = k < s.k && kk < s.kg ? w[int64_t(k) * s.kg + src] : 0.f;
-    if (table && k == 0) table[kk] = kk < s.kg ? (nhwc ? (u * s.w + v) * s.c + c : (c * s.h + u) * s.w + v) : 0;
+    if (table && k == 0) {
+      table[kk] = kk < s.kg ? (nhwc ? (u * s.w + v) * s.c + c : (c * s.h + u) * s.w + v) : 0;
+      if (s.tap_bits) table[s.kg_pad + kk] = int(kk < s.kg ? tap_bits(u, v) : kTapTailBit);
+    }
   }
 }
 
@@ -115,10 +121,10 @@ cudaError_t launch_im2win_window(const Conv2dConfig& config, const float* x, flo
 }
 
 cudaError_t launch_filter_repack(const Conv2dConfig& config, ReductionOrder order, const float* w, float* b,
-                                 int n_pad, int kg_pad, int* table, cudaStream_t stream) {
+                                 int n_pad, int kg_pad, int* table, bool tap_bits, cudaStream_t stream) {
   const Conv2dProblem& pb = config.problem;
   RepackShape s{int(pb.k), int(pb.c), int(pb.h), int(pb.w), int(pb.r), int(pb.s), int(pb.c * pb.r * pb.s),
-                kg_pad, n_pad, order};
+                kg_pad, n_pad, order, tap_bits};
   filter_repack_kernel<<<grid_for(int64_t(kg_pad) * n_pad, 256), 256, 0, stream>>>(w, b, table, s);
   return cudaGetLastError();
 }

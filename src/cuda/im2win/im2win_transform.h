@@ -22,9 +22,9 @@ enum class ReductionOrder {
 cudaError_t launch_im2win_window(const Conv2dConfig& config, const float* x, float* window, cudaStream_t stream);
 
 // b[kk * n_pad + k] = w[k, kk in `order`] for kk < kg_pad rows, zero for K <= k < n_pad or
-// kk >= C*R*S. With a non-null table, also the unpadded on-chip reduction table of `order`
-// (reduction_table.h).
+// kk >= C*R*S. With a non-null table, also the on-chip reduction table of `order`
+// (reduction_table.h), with tap_bits its second run: the tap bits of the padded gathers.
 cudaError_t launch_filter_repack(const Conv2dConfig& config, ReductionOrder order, const float* w, float* b,
-                                 int n_pad, int kg_pad, int* table, cudaStream_t stream);
+                                 int n_pad, int kg_pad, int* table, bool tap_bits, cudaStream_t stream);
 
 }  // namespace winconv::im2win

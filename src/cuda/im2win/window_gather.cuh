@@ -12,8 +12,9 @@
 //   WindowNchw    kk = (c, j)     element I_hat[n, c, p, q*sw*R + j], j < S*R (one run per channel)
 //   WindowNhwc    kk = j          element I_hat[n, p, q*sw, j], j < S*R*C (one run per pixel)
 //
-// The unpadded on-chip gathers read each element's offset from the reduction table
-// (reduction_table.h). The others step mixed-radix digits (reduction_digits.h): the pipeline
+// The on-chip gathers read each element's offset from the reduction table (reduction_table.h);
+// with padding, also its tap bits, tested against the pixel's outside mask (tap_mask.h), where
+// R and S allow it. The others step mixed-radix digits (reduction_digits.h): the pipeline
 // loads the stages in k order, BK apart, from k_begin (the first index of the block's reduction
 // split), so such a gather keeps the digits of its first reduction index and steps them by BK
 // per stage: no division in the loop.
@@ -25,6 +26,7 @@
 #include "cuda/im2win/async_copy.cuh"
 #include "cuda/im2win/conv_gemm_params.h"
 #include "cuda/im2win/reduction_digits.h"
+#include "cuda/im2win/tap_mask.h"
 
 namespace winconv::im2win {
 
@@ -72,9 +74,8 @@ struct GatherMapping {
 // On-chip windows without padding, through the reduction table (reduction_table.h): every
 // window lies inside its image and element kk sits at table[kk] from the window origin, so one
 // address add forms each copy's source and the only predicate is the reduction tail (a tail
-// pixel gets kk_end = 0 and pixel 0's window, which is inside the image). With padding the
-// bounds test needs the tap's row and column as well; read from two more tables they made the
-// 128x64 tiles 10-27% slower on small grids, so the padded gathers walk the digits instead.
+// pixel gets kk_end = 0 and pixel 0's window, which is inside the image). Padded windows take
+// GatherOnChipTapMask below.
 template <int BM, int BK, int THREADS, bool kNhwc>
 struct GatherOnChipUnpadded : GatherMapping<BM, BK, THREADS> {
   using Base = GatherMapping<BM, BK, THREADS>;
@@ -105,9 +106,56 @@ using GatherOnChipNchwUnpadded = GatherOnChipUnpadded<BM, BK, THREADS, false>;
 template <int BM, int BK, int THREADS>
 using GatherOnChipNhwcUnpadded = GatherOnChipUnpadded<BM, BK, THREADS, true>;
 
-// On-chip windows with padding: the tap's row and column are needed for the bounds test, so the
-// gather keeps the digits of its reduction index, most significant first: (c, u, v) in NCHW with
-// radices (R, S), (u, v, c) in NHWC with radices (S, C).
+// On-chip windows with padding, R and S up to kTapMaskMaxExtent: offsets from the reduction
+// table as in the unpadded gather, and its tap bits (the table's second run) tested against the
+// pixel's outside mask, one AND per element, which also covers the reduction and pixel tails
+// (tap_mask.h). The window origin may lie outside the image, so the source is formed from the
+// image start, and a copy that is off points at the image's first element. (v8 tried the tap's row
+// and column from two more tables instead, tested against the image bounds per element: 48
+// values per thread and stage in the 128x64 tile, 10-27% slower on grids of about one block
+// per SM than the digit walk below.)
+template <int BM, int BK, int THREADS, bool kNhwc>
+struct GatherOnChipTapMask : GatherMapping<BM, BK, THREADS> {
+  using Base = GatherMapping<BM, BK, THREADS>;
+  static_assert(Base::kPerThread % 4 == 0, "the table is read in 16-byte vectors");
+  const float* image;
+  int origin;        // the window origin's offset from the image start (negative above or left of it)
+  uint32_t outside;  // tap_mask.h
+
+  __device__ GatherOnChipTapMask(const ConvGemmParams& p, int m0, int tid, int /*k_begin: stateless*/)
+      : Base(p, m0, tid) {
+    const WindowOrigin o(p, this->img, this->op, this->oq);
+    image = o.image;
+    origin = (o.ih0 * p.w + o.iw0) * (kNhwc ? p.c : 1);
+    outside = outside_mask(this->m_valid, o.ih0, o.iw0, p.h, p.w, p.r, p.s);
+  }
+
+  __device__ void load(const ConvGemmParams& p, float* as, int k0) const {
+    const int kk = k0 + this->kk_local0;
+    const int4* offsets = reinterpret_cast<const int4*>(p.k_table + kk);
+    const int4* taps = reinterpret_cast<const int4*>(p.k_table + p.kg_pad + kk);
+#pragma unroll
+    for (int j = 0; j < Base::kPerThread / 4; ++j) {
+      const int4 off = __ldg(offsets + j), tap = __ldg(taps + j);
+      const int o[4] = {off.x, off.y, off.z, off.w};
+      const int t[4] = {tap.x, tap.y, tap.z, tap.w};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const bool ok = tap_inside(uint32_t(t[i]), outside);
+        cp_async_4(this->dst(as, 4 * j + i), image + (ok ? origin + o[i] : 0), ok);
+      }
+    }
+  }
+};
+
+template <int BM, int BK, int THREADS>
+using GatherOnChipNchwTapMask = GatherOnChipTapMask<BM, BK, THREADS, false>;
+template <int BM, int BK, int THREADS>
+using GatherOnChipNhwcTapMask = GatherOnChipTapMask<BM, BK, THREADS, true>;
+
+// On-chip windows with padding and R or S above kTapMaskMaxExtent: the tap's row and column are
+// needed for the bounds test, so the gather keeps the digits of its reduction index, most
+// significant first: (c, u, v) in NCHW with radices (R, S), (u, v, c) in NHWC with radices (S, C).
 template <int BM, int BK, int THREADS, bool kNhwc>
 struct GatherOnChipPadded : GatherMapping<BM, BK, THREADS> {
   using Base = GatherMapping<BM, BK, THREADS>;
