@@ -57,7 +57,8 @@ __global__ void fill_uniform(float* p, int64_t n, uint32_t seed) {
 void fill(float* p, int64_t n, uint32_t seed) { fill_uniform<<<1024, 256>>>(p, n, seed); }
 
 const im2win::TileShape kTiles[] = {im2win::TileShape::k128x128, im2win::TileShape::k128x64, im2win::TileShape::k128x96,
-                                    im2win::TileShape::k64x128, im2win::TileShape::k128x32};
+                                    im2win::TileShape::k64x128, im2win::TileShape::k128x32,
+                                    im2win::TileShape::k128x16};
 
 }  // namespace
 
@@ -111,11 +112,12 @@ int main(int argc, char** argv) {
       const im2win::TileShape chosen = plan.tile;
       std::vector<float> href(ny), h(ny);
       CHECK_CUDA(cudaMemcpy(href.data(), yref, ny * 4, cudaMemcpyDeviceToHost));
-      // Variant v < 5: the GEMM with tile kTiles[v]; v == 5: the direct shallow kernel.
+      // Variant v < kNumTiles: the GEMM with tile kTiles[v]; v == kNumTiles: the direct shallow kernel.
+      constexpr int kNumTiles = int(sizeof(kTiles) / sizeof(kTiles[0]));
       const bool direct_fits = layout == Layout::kNCHW &&
                                cfg.problem.c * cfg.problem.r * cfg.problem.s <= im2win::kShallowMaxDepth;
-      for (int v = 0; v <= 5; ++v) {
-        const bool direct = v == 5;
+      for (int v = 0; v <= kNumTiles; ++v) {
+        const bool direct = v == kNumTiles;
         if (direct && !direct_fits) continue;
         const im2win::TileShape t = direct ? chosen : kTiles[v];
         const bool selected = direct ? plan.shallow : !plan.shallow && t == chosen;

@@ -58,22 +58,27 @@ void check_epilogue_tile() {
       for (int lane = 0; lane < 32; ++lane) banks.insert(Tile::column_major(nl, m0 + lane) % 32);
       EXPECT_EQ(banks.size(), 32u) << "column-major read n=" << nl << " m0=" << m0;
     }
-  for (int ml = 0; ml < BM; ++ml)
-    for (int n0 = 0; n0 < BN; n0 += 32) {
+  // Rows narrower than 32 (BN = 16): a read takes the BN elements of 32 / BN adjacent rows.
+  constexpr int kRowsPerRead = BN < 32 ? 32 / BN : 1, kPerRow = 32 / kRowsPerRead;
+  for (int ml = 0; ml < BM; ml += kRowsPerRead)
+    for (int n0 = 0; n0 < BN; n0 += kPerRow) {
       std::set<int> banks;
-      for (int lane = 0; lane < 32; ++lane) banks.insert(Tile::row_major(ml, n0 + lane) % 32);
+      for (int lane = 0; lane < 32; ++lane)
+        banks.insert(Tile::row_major(ml + lane / kPerRow, n0 + lane % kPerRow) % 32);
       EXPECT_EQ(banks.size(), 32u) << "row-major read m=" << ml << " n0=" << n0;
     }
 }
 
 TEST(Conv2dEpilogueHost, SwizzleIsAConflictFreePermutation) {
-  // The five tile shapes (tile_shape.h) with their store widths (kWidth = 4 for 8 or 4 outputs
-  // per thread, 2 for the 6 of the 96-wide tile), then other multiples of 32 for either width.
+  // The six tile shapes (tile_shape.h) with their store widths (kWidth = 4 for 8 or 4 outputs
+  // per thread, 2 for the 6 of the 96-wide tile and the 2 of the 16-wide one), then other
+  // multiples of 32 for either width.
   check_epilogue_tile<128, 128, 4>();
   check_epilogue_tile<128, 64, 4>();
   check_epilogue_tile<64, 128, 4>();
   check_epilogue_tile<128, 96, 2>();
   check_epilogue_tile<128, 32, 4>();
+  check_epilogue_tile<128, 16, 2>();
   check_epilogue_tile<64, 64, 4>();
   check_epilogue_tile<128, 96, 4>();
   check_epilogue_tile<128, 64, 2>();

@@ -27,16 +27,20 @@ TEST(TileSelect, PixelMajorAvoidsThe256ThreadTile) {
 
 TEST(TileSelect, NarrowNNeverPaysForAWideTile) {
   // N <= 64: a BN = 128 tile computes as many padded columns as real ones; N <= 32: a BN = 64
-  // one does.
+  // one does; N <= 16: a BN = 32 one does.
   for (int64_t m : {int64_t(3000), int64_t(50000), int64_t(1520768)})
     for (AStageOrder o : {kK, kPix}) {
       for (int64_t n : {33, 48, 64}) {
         const TileShape t = select_tile(m, n, kSms, o);
         EXPECT_EQ(tile_bn(t), 64) << "m " << m << " n " << n << ": " << tile_name(t);
       }
-      for (int64_t n : {1, 16, 17, 32}) {
+      for (int64_t n : {17, 24, 32}) {
         const TileShape t = select_tile(m, n, kSms, o);
         EXPECT_EQ(tile_bn(t), 32) << "m " << m << " n " << n << ": " << tile_name(t);
+      }
+      for (int64_t n : {1, 8, 16}) {
+        const TileShape t = select_tile(m, n, kSms, o);
+        EXPECT_EQ(tile_bn(t), 16) << "m " << m << " n " << n << ": " << tile_name(t);
       }
     }
 }
@@ -44,12 +48,13 @@ TEST(TileSelect, NarrowNNeverPaysForAWideTile) {
 TEST(TileSelect, ThreadsOfEveryShapeFillWholeWarps) {
   // The kernel lays a warp out as 4 (M) x 8 (N) threads, each owning 8 x tile_tn outputs.
   for (TileShape t : {TileShape::k128x128, TileShape::k128x64, TileShape::k64x128, TileShape::k128x96,
-                      TileShape::k128x32}) {
+                      TileShape::k128x32, TileShape::k128x16}) {
     EXPECT_EQ(tile_bn(t) % (8 * tile_tn(t)), 0) << tile_name(t);
     EXPECT_EQ(tile_bm(t) % (4 * 8), 0) << tile_name(t);
     EXPECT_EQ(tile_threads(t) % 32, 0) << tile_name(t);
   }
   EXPECT_EQ(tile_threads(TileShape::k128x32), 128);
+  EXPECT_EQ(tile_threads(TileShape::k128x16), 128);
 }
 
 TEST(TileSelect, WaveTailMovesToASmallerTile) {

@@ -39,6 +39,7 @@ cudaError_t launch_conv_fp32(const ConvGemmParams& p, const SplitKParams& sk, Ti
     case TileShape::k64x128: return launch_conv_fp32_tile<64, 128, Gather, kOutNchw>(p, sk, stream);
     case TileShape::k128x96: return launch_conv_fp32_tile<128, 96, Gather, kOutNchw>(p, sk, stream);
     case TileShape::k128x32: return launch_conv_fp32_tile<128, 32, Gather, kOutNchw>(p, sk, stream);
+    case TileShape::k128x16: return launch_conv_fp32_tile<128, 16, Gather, kOutNchw>(p, sk, stream);
   }
   return cudaErrorInvalidValue;
 }

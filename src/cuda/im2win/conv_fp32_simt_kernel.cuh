@@ -2,8 +2,8 @@
 //
 // Block tile BM pixels x BN output channels, reduction in steps of BK; kStages-deep cp.async
 // pipeline (the next tiles stream into shared memory while the current one is multiplied);
-// each thread accumulates an 8x8 (8x6 in the 96-wide tile, 8x4 in the 32-wide one) register tile from vector reads of
-// the A and B tiles.
+// each thread accumulates an 8x8 (8x6 in the 96-wide tile, 8x4 in the 32-wide one, 8x2 in the
+// 16-wide one) register tile from vector reads of the A and B tiles.
 // The A tile comes from a Gather policy (window_gather.cuh): straight from x with zero-fill for
 // padding (on-chip windows) or from the materialized window tensor. Every tail (M, N, K) is
 // predicated; nothing assumes divisibility.
@@ -42,7 +42,7 @@ constexpr int kTM = 8;  // outputs per thread along M: two float4 runs of A, BM/
 // A thread's kTN outputs along N: kPieces runs of kWidth adjacent columns, kStride apart, so the
 // 8 column-threads of a warp read 8 * kWidth adjacent floats per run (no bank conflict).
 // BN = 64 and 128: 8 = two float4 runs BN/2 apart; BN = 96: 6 = three float2 runs 32 apart;
-// BN = 32: 4 = one float4 run.
+// BN = 32: 4 = one float4 run; BN = 16: 2 = one float2 run.
 template <int BN>
 struct NFragment {
   static constexpr int kTN = tile_tn_of_bn(BN);
@@ -77,15 +77,20 @@ struct NFragment {
 // (The former tile, column-major with an odd pitch and read as 4 consecutive pixels per thread,
 // met 4-way conflicts in both the stores and the reads of the NCHW epilogue: 4x the shared-memory
 // cycles, as many as the whole GEMM of the 27-step reduction of conv7.)
+// The 16-wide tile (kWidth = 2) has rows of 16: its row-major form takes rows in pairs, each pair
+// one aligned run of 32 (row ml at half ml & 1), swizzled as the kWidth = 2 rows above; its reads
+// then take the 16 channels of two adjacent rows.
 template <int BM, int BN, int kWidth>
 struct EpilogueTile {
-  static_assert(BM % 32 == 0 && BN % 32 == 0, "the swizzle permutes aligned runs of 32");
+  static_assert(BM % 32 == 0 && (BN % 32 == 0 || (BN == 16 && kWidth == 2)),
+                "the swizzle permutes aligned runs of 32");
   __host__ __device__ static int column_major(int nl, int ml) {
     const int tx = (nl / kWidth) & 7;
     return nl * BM + (ml ^ ((tx & 3) | (tx >> 2) << 4));
   }
   __host__ __device__ static int row_major(int ml, int nl) {
     const int ty = (ml >> 2) & 3;
+    if constexpr (BN == 16) return (ml >> 1) * 32 + (((ml & 1) * 16 + nl) ^ ((ty & 1) | (ty >> 1) << 4));
     return ml * BN + (nl ^ (kWidth == 4 ? ty : (ty & 1) | (ty >> 1) << 4));
   }
 };
@@ -308,13 +313,16 @@ conv_fp32_simt_kernel(const ConvGemmParams p, const SplitKParams sk) {
     const int row0 = kSplitK ? sk.m_begin : 0;
     if constexpr (T % BN == 0) {
       constexpr int S = T / BN;
-      static_assert(4 % S == 0, "a thread keeps its channel");
+      static_assert(4 % S == 0 || BN == 16, "a thread keeps its channel");
       const int nl = tid % BN, ml0 = S == 1 ? 0 : tid / BN, n = n0 + nl;
       if (n >= p.n) return;
       float* const o = out + int64_t(m0 + ml0 - row0) * p.n + n;
       const int64_t o_step = int64_t(S) * p.n;
       const int m_left = p.m - m0 - ml0;
-      store_walk<BM / S, S>(cs + ml0 * BN, o, o_step, m_left, [&](int ml) { return Epi::row_major(ml, nl); });
+      if constexpr (BN == 16)  // S = 8: row ml0 + k S is not row k S's swizzle shifted, so index it whole
+        store_walk<BM / S, S>(cs, o, o_step, m_left, [&](int ml) { return Epi::row_major(ml0 + ml, nl); });
+      else
+        store_walk<BM / S, S>(cs + ml0 * BN, o, o_step, m_left, [&](int ml) { return Epi::row_major(ml, nl); });
     } else {
       // BN = 96: warp w takes rows w, w + W, ...; its lanes take channels lane + 32 c of each. The
       // swizzle stays inside each run of 32, so row_major(ml, lane + 32 c) = row_major(ml, lane) + 32 c.

@@ -47,6 +47,8 @@ inline int tile_rate_permille(TileShape t, AStageOrder order) {
     // Chosen by N alone (select_tile), not by cost; measured on conv8 (N = 128) against 128x128
     // (k-major) and 64x128 (pixel-major), it is not a candidate wherever N > 32 (docs/conv2d.md, v13).
     case TileShape::k128x32: return k_major ? 780 : 830;
+    // Chosen by N alone as well (N <= 16); not a cost candidate.
+    case TileShape::k128x16: return k_major ? 700 : 740;
   }
   return 1;
 }
@@ -59,9 +61,10 @@ inline double tile_cost(int64_t m, int64_t n, int num_sms, TileShape t, AStageOr
 }
 
 inline TileShape select_tile(int64_t m, int64_t n, int num_sms, AStageOrder order) {
-  // N <= 64: a BN = 128 tile is at least half padding (N <= 32: a BN = 64 one). The cost model
-  // charges that only through the tile count, which stops counting once every tile runs alone on
-  // its SM.
+  // N <= 64: a BN = 128 tile is at least half padding (N <= 32: a BN = 64 one; N <= 16: a BN = 32
+  // one). The cost model charges that only through the tile count, which stops counting once
+  // every tile runs alone on its SM.
+  if (n <= 16) return TileShape::k128x16;
   if (n <= 32) return TileShape::k128x32;
   if (n <= 64) return TileShape::k128x64;
   TileShape best = TileShape::k128x128;

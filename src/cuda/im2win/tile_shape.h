@@ -5,13 +5,15 @@
 // the GPU.
 // 128x96 exists for N = 96 (and 192, ...): a 128-wide tile computes a third as many padded
 // columns as real ones there; its threads own 8x6 outputs instead of 8x8.
-// 128x32 exists for N <= 32 (layers of 16 or 32 filters), where 128x64 computes at least as many
-// padded columns as real ones; its threads own 8x4 outputs.
+// 128x32 exists for N <= 32 (layers of 32 filters), where 128x64 computes at least as many
+// padded columns as real ones; its threads own 8x4 outputs. 128x16 likewise for N <= 16: its
+// threads own 8x2 outputs (3 shared-memory reads per 16 FMAs, where 128x32 has 3 per 32, against
+// half the FMAs of 128x32 wasted on padding at N = 16).
 #pragma once
 
 namespace winconv::im2win {
 
-enum class TileShape { k128x128, k128x64, k64x128, k128x96, k128x32 };
+enum class TileShape { k128x128, k128x64, k64x128, k128x96, k128x32, k128x16 };
 
 inline int tile_bm(TileShape t) { return t == TileShape::k64x128 ? 64 : 128; }
 inline int tile_bn(TileShape t) {
@@ -19,12 +21,14 @@ inline int tile_bn(TileShape t) {
     case TileShape::k128x64: return 64;
     case TileShape::k128x96: return 96;
     case TileShape::k128x32: return 32;
+    case TileShape::k128x16: return 16;
     default: return 128;
   }
 }
-// Outputs per thread along N for a tile BN wide: 8, or 6 in the 96-wide tile and 4 in the 32-wide
-// one, so that 8 threads span BN (the kernel's NFragment follows it). Threads = BM/8 * BN/tile_tn.
-constexpr int tile_tn_of_bn(int bn) { return bn == 96 ? 6 : bn == 32 ? 4 : 8; }
+// Outputs per thread along N for a tile BN wide: 8, or 6 in the 96-wide tile, 4 in the 32-wide
+// one and 2 in the 16-wide one, so that 8 threads span BN (the kernel's NFragment follows it).
+// Threads = BM/8 * BN/tile_tn.
+constexpr int tile_tn_of_bn(int bn) { return bn == 96 ? 6 : bn == 32 ? 4 : bn == 16 ? 2 : 8; }
 inline int tile_tn(TileShape t) { return tile_tn_of_bn(tile_bn(t)); }
 inline int tile_threads(TileShape t) { return tile_bm(t) / 8 * (tile_bn(t) / tile_tn(t)); }
 inline const char* tile_name(TileShape t) {
@@ -34,6 +38,7 @@ inline const char* tile_name(TileShape t) {
     case TileShape::k64x128: return "64x128";
     case TileShape::k128x96: return "128x96";
     case TileShape::k128x32: return "128x32";
+    case TileShape::k128x16: return "128x16";
   }
   return "unknown";
 }
