@@ -5,7 +5,7 @@
 // the GPU.
 // 128x96 exists for N = 96 (and 192, ...): a 128-wide tile computes a third as many padded
 // columns as real ones there; its threads own 8x6 outputs instead of 8x8.
-// 128x32 exists for N <= 32 (layers of 32 filters), where 128x64 computes at least as many
+// 128x32 exists for 16 < N <= 32 (layers of 32 filters), where 128x64 computes at least as many
 // padded columns as real ones; its threads own 8x4 outputs. 128x16 likewise for N <= 16: its
 // threads own 8x2 outputs (3 shared-memory reads per 16 FMAs, where 128x32 has 3 per 32, against
 // half the FMAs of 128x32 wasted on padding at N = 16).
