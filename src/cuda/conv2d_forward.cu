@@ -25,14 +25,27 @@ int padded_k(const Conv2dProblem& pb) { return int((pb.k + 3) / 4 * 4); }
 // The reduction depth C*R*S rounded up to whole pipeline stages: the repacked filter's rows.
 int padded_kg(const Conv2dProblem& pb) { return int((pb.c * pb.r * pb.s + im2win::kBK - 1) / im2win::kBK * im2win::kBK); }
 
-bool has_padding(const Conv2dProblem& pb) { return pb.pad_h != 0 || pb.pad_w != 0; }
-
 // The on-chip gathers with a k-major A stage (all but the NHWC channel-vector one) read the
 // reduction table, unless they walk the digits: padded, with R or S past the tap mask's reach.
 ReductionTableKind reduction_table_kind(const Conv2dProblem& pb, Conv2dAlgo algo, im2win::AStageOrder a_order) {
   if (algo != Conv2dAlgo::kOnChip || a_order != im2win::AStageOrder::kKMajor) return ReductionTableKind::kNone;
-  if (!has_padding(pb)) return ReductionTableKind::kOffsets;
+  if (pb.pad_h == 0 && pb.pad_w == 0) return ReductionTableKind::kOffsets;
   return im2win::tap_mask_fits(pb.r, pb.s) ? ReductionTableKind::kOffsetsAndTapBits : ReductionTableKind::kNone;
+}
+
+// The on-chip GEMM's launcher: the NHWC channel-vector gather, or the k-major gather of the
+// plan's reduction table.
+im2win::ConvFp32Launcher* onchip_launcher(const Conv2dGemmPlan& plan, bool nchw) {
+  if (plan.a_order == im2win::AStageOrder::kPixelMajor) return im2win::launch_conv_fp32_onchip_nhwc_vec;
+  switch (plan.table) {
+    case ReductionTableKind::kOffsets:
+      return nchw ? im2win::launch_conv_fp32_onchip_nchw_unpadded : im2win::launch_conv_fp32_onchip_nhwc_unpadded;
+    case ReductionTableKind::kOffsetsAndTapBits:
+      return nchw ? im2win::launch_conv_fp32_onchip_nchw_tapmask : im2win::launch_conv_fp32_onchip_nhwc_tapmask;
+    case ReductionTableKind::kNone:
+      break;
+  }
+  return nchw ? im2win::launch_conv_fp32_onchip_nchw : im2win::launch_conv_fp32_onchip_nhwc;
 }
 
 // The split partial tiles: (m - m_begin) * n rounded up to 4 floats each (16-byte aligned).
@@ -99,17 +112,17 @@ Status ready_to_launch(int* num_sms) {
 
 Conv2dGemmPlan conv2d_gemm_plan(const Conv2dConfig& config, int num_sms, const im2win::TileShape* tile_override) {
   const Conv2dProblem& pb = config.problem;
+  const Conv2dAlgo algo = conv2d_resolve_algo(config);
   Conv2dGemmPlan g;
   g.shallow = !tile_override &&
-              im2win::shallow_direct_selected(config.layout == Layout::kNCHW,
-                                              conv2d_resolve_algo(config) == Conv2dAlgo::kOnChip, pb.c, pb.r, pb.s,
-                                              pb.stride_w, pb.k) &&
+              im2win::shallow_direct_selected(config.layout == Layout::kNCHW, algo == Conv2dAlgo::kOnChip, pb.c, pb.r,
+                                              pb.s, pb.stride_w, pb.k) &&
               im2win::shallow_kernel_fits(shallow_params(pb, nullptr, nullptr, nullptr));
   g.m = pb.n * pb.p() * pb.q();
   g.n = pb.k;
   g.a_order = config.layout == Layout::kNHWC && pb.c % 4 == 0 ? im2win::AStageOrder::kPixelMajor
                                                                 : im2win::AStageOrder::kKMajor;
-  g.table = reduction_table_kind(pb, conv2d_resolve_algo(config), g.a_order);
+  g.table = reduction_table_kind(pb, algo, g.a_order);
   g.tile = tile_override ? *tile_override : im2win::select_tile(g.m, g.n, num_sms > 0 ? num_sms : 1, g.a_order);
   g.ksplit = im2win::select_k_splits(g.m, g.n, pb.c * pb.r * pb.s, g.tile, num_sms);
   return g;
@@ -216,21 +229,7 @@ Status conv2d_forward_tiled(const Conv2dConfig& config, const void* x, const voi
                                  "im2win window GEMM launch");
   } else {
     p.a_src = static_cast<const float*>(x);
-    im2win::ConvFp32Launcher* launch = nhwc_vec ? im2win::launch_conv_fp32_onchip_nhwc_vec : nullptr;
-    if (!nhwc_vec) {
-      switch (plan.table) {
-        case ReductionTableKind::kOffsets:
-          launch = nchw ? im2win::launch_conv_fp32_onchip_nchw_unpadded : im2win::launch_conv_fp32_onchip_nhwc_unpadded;
-          break;
-        case ReductionTableKind::kOffsetsAndTapBits:
-          launch = nchw ? im2win::launch_conv_fp32_onchip_nchw_tapmask : im2win::launch_conv_fp32_onchip_nhwc_tapmask;
-          break;
-        case ReductionTableKind::kNone:
-          launch = nchw ? im2win::launch_conv_fp32_onchip_nchw : im2win::launch_conv_fp32_onchip_nhwc;
-          break;
-      }
-    }
-    WINCONV_RETURN_IF_CUDA_ERROR(launch(p, sk, tile, stream), "im2win on-chip GEMM launch");
+    WINCONV_RETURN_IF_CUDA_ERROR(onchip_launcher(plan, nchw)(p, sk, tile, stream), "im2win on-chip GEMM launch");
   }
   if (sk.k_splits > 1)
     WINCONV_RETURN_IF_CUDA_ERROR(im2win::launch_splitk_reduce(p, sk, nchw, stream), "split-K reduction launch");

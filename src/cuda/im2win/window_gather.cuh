@@ -47,6 +47,9 @@ struct WindowOrigin {
       : image(p.a_src + int64_t(img) * p.a_image_stride),
         ih0(op * p.stride_h - p.pad_h),
         iw0(oq * p.stride_w - p.pad_w) {}
+  // The origin's offset in elements from the image start (negative above or left of the image):
+  // the reduction table's offsets are taken from it.
+  __device__ int offset(const ConvGemmParams& p, bool nhwc) const { return (ih0 * p.w + iw0) * (nhwc ? p.c : 1); }
 };
 
 template <int BM, int BK, int THREADS>
@@ -86,7 +89,7 @@ struct GatherOnChipUnpadded : GatherMapping<BM, BK, THREADS> {
   __device__ GatherOnChipUnpadded(const ConvGemmParams& p, int m0, int tid, int /*k_begin: stateless*/)
       : Base(p, m0, tid) {
     const WindowOrigin o(p, this->img, this->op, this->oq);
-    window = o.image + (o.ih0 * p.w + o.iw0) * (kNhwc ? p.c : 1);
+    window = o.image + o.offset(p, kNhwc);
     kk_end = this->m_valid ? p.kg : 0;
   }
 
@@ -119,14 +122,14 @@ struct GatherOnChipTapMask : GatherMapping<BM, BK, THREADS> {
   using Base = GatherMapping<BM, BK, THREADS>;
   static_assert(Base::kPerThread % 4 == 0, "the table is read in 16-byte vectors");
   const float* image;
-  int origin;        // the window origin's offset from the image start (negative above or left of it)
+  int origin;        // WindowOrigin::offset
   uint32_t outside;  // tap_mask.h
 
   __device__ GatherOnChipTapMask(const ConvGemmParams& p, int m0, int tid, int /*k_begin: stateless*/)
       : Base(p, m0, tid) {
     const WindowOrigin o(p, this->img, this->op, this->oq);
     image = o.image;
-    origin = (o.ih0 * p.w + o.iw0) * (kNhwc ? p.c : 1);
+    origin = o.offset(p, kNhwc);
     outside = outside_mask(this->m_valid, o.ih0, o.iw0, p.h, p.w, p.r, p.s);
   }
 
