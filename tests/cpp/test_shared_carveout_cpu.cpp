@@ -1,10 +1,10 @@
-// The GEMM launches' shared-memory carveout (src/cuda/im2win/shared_carveout.h): the smallest
+// The GEMM launches' shared-memory carveout (src/cuda/common/shared_carveout.h): the smallest
 // percent whose split still holds every resident block.
 #include <gtest/gtest.h>
 
-#include "cuda/im2win/shared_carveout.h"
+#include "cuda/common/shared_carveout.h"
 
-namespace winconv::im2win {
+namespace winconv {
 namespace {
 
 constexpr int kH100SmemPerSm = 233472;  // 228 KB, sm_90
@@ -44,4 +44,4 @@ TEST(SharedCarveout, SmallestPercentThatHoldsTheBlocks) {
 }
 
 }  // namespace
-}  // namespace winconv::im2win
+}  // namespace winconv

@@ -2,40 +2,24 @@
 // per-variant .cu files in instantiations/ so they compile in parallel.
 #pragma once
 
-#include <atomic>
-
-#include "cuda/cuda_status.h"
+#include "cuda/common/dynamic_smem.h"
 #include "cuda/im2win/conv_fp32_launch.h"
 #include "cuda/im2win/conv_fp32_simt_kernel.cuh"
-#include "cuda/im2win/shared_carveout_launch.h"
 #include "cuda/im2win/window_gather.cuh"
 
 namespace winconv::im2win {
 
-// One launch of the unsplit or the split kernel. Both attributes are set before every launch (cheap
-// and idempotent, and right for whichever device is current): above 48 KB of dynamic shared
-// memory a kernel must opt in, and the carveout is the smallest that holds the blocks an SM keeps
-// resident (shared_carveout.h: the driver's own pick varies between processes and can leave too
-// little L1 for the reduction table). The carveout is found once per kernel (the sm_90 devices this
-// runs on share one SM size); a failed query is returned and tried again at the next launch.
+// One launch of the unsplit or the split kernel. Above 48 KB of dynamic shared memory a kernel
+// must opt in, and the carveout is set to the smallest that holds the blocks an SM keeps resident:
+// the driver's own pick varies between processes and can leave too little L1 for the reduction
+// table (docs/conv2d.md, v20). Both are set once per kernel and device (dynamic_smem.h).
 template <int BM, int BN, template <int, int, int> class Gather, bool kOutNchw, bool kSplitK>
 cudaError_t launch_conv_fp32_grid(const ConvGemmParams& p, const SplitKParams& sk, dim3 grid, cudaStream_t stream) {
   using Traits = TileTraits<BM, BN, Gather<BM, kBK, TileTraits<BM, BN>::kThreads>::kMajorM>;
   auto* kernel = conv_fp32_simt_kernel<BM, BN, Gather, kOutNchw, kSplitK>;
-  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Traits::kSmemBytes);
-  if (err != cudaSuccess) return cuda_take_error(err);
-  constexpr int kUnknown = -2;
-  static std::atomic<int> cached_percent{kUnknown};
-  int percent = cached_percent.load(std::memory_order_relaxed);
-  if (percent == kUnknown) {
-    err = fitted_shared_carveout(reinterpret_cast<const void*>(kernel), Traits::kThreads, Traits::kSmemBytes, &percent);
-    if (err != cudaSuccess) return cuda_take_error(err);
-    cached_percent.store(percent, std::memory_order_relaxed);
-  }
-  if (percent >= 0) {
-    err = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, percent);
-    if (err != cudaSuccess) return cuda_take_error(err);
-  }
+  const cudaError_t err =
+      ensure_dynamic_smem_fitted(reinterpret_cast<const void*>(kernel), Traits::kSmemBytes, Traits::kThreads);
+  if (err != cudaSuccess) return err;
   kernel<<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(p, sk);
   return cudaGetLastError();
 }
