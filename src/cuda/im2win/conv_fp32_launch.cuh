@@ -10,15 +10,14 @@
 namespace winconv::im2win {
 
 // One launch of the unsplit or the split kernel. Above 48 KB of dynamic shared memory a kernel
-// must opt in, and the carveout is set to the smallest that holds the blocks an SM keeps resident:
-// the driver's own pick varies between processes and can leave too little L1 for the reduction
-// table (docs/conv2d.md, v20). Both are set once per kernel and device (dynamic_smem.h).
+// must opt in; the limit is raised once per kernel and device (dynamic_smem.h). The carveout is
+// left to the driver: asking for the smallest that holds the resident blocks did not steady the
+// one layer whose time varies between processes (docs/conv2d.md, v20).
 template <int BM, int BN, template <int, int, int> class Gather, bool kOutNchw, bool kSplitK>
 cudaError_t launch_conv_fp32_grid(const ConvGemmParams& p, const SplitKParams& sk, dim3 grid, cudaStream_t stream) {
   using Traits = TileTraits<BM, BN, Gather<BM, kBK, TileTraits<BM, BN>::kThreads>::kMajorM>;
   auto* kernel = conv_fp32_simt_kernel<BM, BN, Gather, kOutNchw, kSplitK>;
-  const cudaError_t err =
-      ensure_dynamic_smem_fitted(reinterpret_cast<const void*>(kernel), Traits::kSmemBytes, Traits::kThreads);
+  const cudaError_t err = ensure_dynamic_smem(reinterpret_cast<const void*>(kernel), Traits::kSmemBytes);
   if (err != cudaSuccess) return err;
   kernel<<<grid, Traits::kThreads, Traits::kSmemBytes, stream>>>(p, sk);
   return cudaGetLastError();
