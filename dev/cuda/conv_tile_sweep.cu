@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "conv_dev_common.cuh"
 #include "cuda/conv2d_forward_tiled.h"
 #include "cuda/cuda_status.h"
 #include "cuda/im2win/shallow_select.h"
@@ -37,24 +38,7 @@ using namespace winconv;
 
 namespace {
 
-#define CHECK_CUDA(e)                                                                   \
-  do {                                                                                  \
-    cudaError_t err_ = (e);                                                             \
-    if (err_ != cudaSuccess) {                                                          \
-      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(err_)); \
-      std::exit(2);                                                                     \
-    }                                                                                   \
-  } while (0)
-
-__global__ void fill_uniform(float* p, int64_t n, uint32_t seed) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    uint32_t h = uint32_t(i) * 2654435761u ^ seed;
-    h ^= h >> 15; h *= 2246822519u; h ^= h >> 13;
-    p[i] = float(h & 0xffff) / 32768.f - 1.f;
-  }
-}
-
-void fill(float* p, int64_t n, uint32_t seed) { fill_uniform<<<1024, 256>>>(p, n, seed); }
+using conv_dev::fill;
 
 const im2win::TileShape kTiles[] = {im2win::TileShape::k128x128, im2win::TileShape::k128x64, im2win::TileShape::k128x96,
                                     im2win::TileShape::k64x128, im2win::TileShape::k128x32,
@@ -131,23 +115,14 @@ int main(int argc, char** argv) {
         if (!st.ok()) { std::fprintf(stderr, "%s: %s\n", l.name.c_str(), st.message().c_str()); return 1; }
         CHECK_CUDA(cudaMemcpy(h.data(), y, ny * 4, cudaMemcpyDeviceToHost));
         double num = 0, den = 0;
-        uint64_t hash = 1469598103934665603ull;
+        const uint64_t hash = conv_dev::output_hash(h);
         for (int64_t i = 0; i < ny; ++i) {
-          uint32_t bits;
-          std::memcpy(&bits, &h[i], 4);
-          hash = (hash ^ bits) * 1099511628211ull;
           const double d = double(h[i]) - href[i];
           num = std::isnan(h[i]) ? INFINITY : std::max(num, std::fabs(d));
           den = std::max(den, std::fabs(double(href[i])));
         }
         for (int i = 0; i < 2; ++i) run();
-        CHECK_CUDA(cudaEventRecord(e0));
-        for (int i = 0; i < iters; ++i) run();
-        CHECK_CUDA(cudaEventRecord(e1));
-        CHECK_CUDA(cudaEventSynchronize(e1));
-        float ms = 0;
-        CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
-        ms /= iters;
+        const float ms = conv_dev::mean_ms(e0, e1, iters, run);
         const im2win::KSplit ks = direct ? im2win::KSplit{} : conv2d_gemm_plan(cfg, sms, &t).ksplit;
         std::printf("%s %s %s %.4f %.2f %.2e %d%s %s %016llx\n", l.name.c_str(),
                     layout == Layout::kNCHW ? "nchw" : "nhwc", direct ? "direct" : im2win::tile_name(t), ms,

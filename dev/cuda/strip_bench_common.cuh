@@ -1,5 +1,6 @@
 // What the dev benches share (dwconv_strip_bench.cu, corr_strip_bench.cu, conv_corr_block_bench.cu,
-// wtconv_dw_bench.cu, wtconv_tile_sweep.cu; fma_mma_overlap_bench.cu takes the error check alone):
+// wtconv_dw_bench.cu, wtconv_tile_sweep.cu; fma_mma_overlap_bench.cu and conv_dev_common.cuh take
+// the error check alone):
 // the CUDA error check, the opaque pass offset, the median of CUDA-event timings of a launch, the
 // arguments (planes, H, W) and the result table with its float64 check. Dev tools only, not part
 // of the library.

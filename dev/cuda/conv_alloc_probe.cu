@@ -1,0 +1,117 @@
+// Does one conv2d layer's time follow where its buffers land? The 256-channel 3 x 3 layer at
+// 14 x 14 (NCHW, 128x128 tile) runs at 0.70 ms in some processes and up to 0.89 ms in others, with
+// the same bits (docs/conv2d.md, v18 and v20; the shared-memory carveout is not the cause). This
+// probe runs one layer in one process for several rounds, each with its buffers allocated after a
+// pad buffer of another size, so x, the filter, y and the workspace (which holds the reduction
+// table) sit at other addresses each round. The first placement is timed again at the end.
+//   - a spread between the rounds of one process: the time follows placement;
+//   - the same time in every round of a process, different times between processes: something
+//     fixed for the life of a process.
+// Each round's time is the median of 5 batches of ITERS back-to-back launches (CUDA events).
+//
+//   conv_alloc_probe LAYERS_CSV LAYER [BATCH] [ROUNDS] [ITERS] [nchw|nhwc]
+//
+// Prints: round pad_mib x_offset y_offset ws_offset ms hash (offsets: the buffer's address modulo
+// 2 MiB, in KiB; hash: FNV-1a of the output, equal in every round)
+//
+// Build (from the repository root, after the library):
+//   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -DWINCONV_HAVE_CUDA=1 -Iinclude -Isrc -Ibench \
+//     dev/cuda/conv_alloc_probe.cu bench/bench_common.cpp -Lbuild -lwinconv -Xlinker -rpath='$ORIGIN/..' \
+//     -o build/dev/conv_alloc_probe
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "bench_common.h"
+#include "conv_dev_common.cuh"
+
+using namespace winconv;
+
+namespace {
+
+#define CHECK_STATUS(st)                                    \
+  do {                                                      \
+    const Status st_ = (st);                                \
+    if (!st_.ok()) {                                        \
+      std::fprintf(stderr, "%s\n", st_.message().c_str()); \
+      std::exit(2);                                         \
+    }                                                       \
+  } while (0)
+
+unsigned offset_kib(const void* p) { return unsigned((reinterpret_cast<uintptr_t>(p) % (2u << 20)) >> 10); }
+
+// The buffers of one round, allocated after `pad_bytes` of padding.
+struct Placement {
+  void* pad = nullptr;
+  float *x = nullptr, *w = nullptr, *y = nullptr;
+  void* ws = nullptr;
+  Placement(size_t pad_bytes, int64_t nx, int64_t nw, int64_t ny, size_t ws_bytes) {
+    if (pad_bytes > 0) CHECK_CUDA(cudaMalloc(&pad, pad_bytes));
+    CHECK_CUDA(cudaMalloc(&x, nx * 4));
+    CHECK_CUDA(cudaMalloc(&w, nw * 4));
+    CHECK_CUDA(cudaMalloc(&y, ny * 4));
+    CHECK_CUDA(cudaMalloc(&ws, std::max<size_t>(ws_bytes, 256)));
+    conv_dev::fill(x, nx, 1);
+    conv_dev::fill(w, nw, 2);
+    CHECK_CUDA(cudaGetLastError());
+  }
+  ~Placement() {
+    cudaFree(ws); cudaFree(y); cudaFree(w); cudaFree(x);
+    if (pad) cudaFree(pad);
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: %s LAYERS_CSV LAYER [BATCH] [ROUNDS] [ITERS] [nchw|nhwc]\n", argv[0]);
+    return 1;
+  }
+  bench::Options opt;
+  opt.layers_file = argv[1];
+  opt.layers = {argv[2]};
+  const int64_t batch = argc > 3 ? std::atoll(argv[3]) : 128;
+  const int rounds = argc > 4 ? std::max(1, std::atoi(argv[4])) : 8;
+  const int iters = argc > 5 ? std::max(1, std::atoi(argv[5])) : 20;
+  const Layout layout = argc > 6 && std::string(argv[6]) == "nhwc" ? Layout::kNHWC : Layout::kNCHW;
+  std::string error;
+  const std::vector<bench::Layer> layers = bench::load_layers(opt, &error);
+  if (!error.empty() || layers.size() != 1) {
+    std::fprintf(stderr, "%s\n", error.empty() ? "no such layer" : error.c_str());
+    return 1;
+  }
+  const Conv2dConfig cfg = bench::make_config(layers[0], batch, Precision::kFP32, layout);
+  size_t ws_bytes = 0;
+  CHECK_STATUS(conv2d_forward_workspace_size(cfg, &ws_bytes));
+  const int64_t nx = cfg.problem.x_elements(), nw = cfg.problem.w_elements(), ny = cfg.problem.y_elements();
+  cudaEvent_t e0, e1;
+  CHECK_CUDA(cudaEventCreate(&e0));
+  CHECK_CUDA(cudaEventCreate(&e1));
+  std::vector<float> h(ny);
+  std::printf("round pad_mib x_offset y_offset ws_offset ms hash\n");
+  // Rounds 0 .. rounds-1 take pads of 0, 37, 74, ... MiB plus an odd number of 4 KiB pages; the
+  // last round repeats round 0's pad.
+  for (int r = 0; r <= rounds; ++r) {
+    const int q = r == rounds ? 0 : r;
+    const size_t pad_bytes = size_t(q) * (37u << 20) + size_t(q % 2 ? 2 * q + 1 : 0) * 4096;
+    Placement b(pad_bytes, nx, nw, ny, ws_bytes);
+    auto run = [&] { CHECK_STATUS(conv2d_forward(cfg, b.x, b.w, b.y, b.ws, ws_bytes, nullptr)); };
+    CHECK_CUDA(cudaMemset(b.y, 0xff, ny * 4));  // NaN poison: the hash shows a run that wrote nothing
+    run();
+    CHECK_CUDA(cudaMemcpy(h.data(), b.y, ny * 4, cudaMemcpyDeviceToHost));
+    const uint64_t hash = conv_dev::output_hash(h);
+    std::vector<float> batches;
+    for (int k = 0; k < 5; ++k) batches.push_back(conv_dev::mean_ms(e0, e1, iters, run));
+    std::sort(batches.begin(), batches.end());
+    std::printf("%d %zu %u %u %u %.4f %016llx\n", r, pad_bytes >> 20, offset_kib(b.x), offset_kib(b.y),
+                offset_kib(b.ws), batches[2], static_cast<unsigned long long>(hash));
+    std::fflush(stdout);
+  }
+  return 0;
+}
