@@ -11,8 +11,8 @@
 //
 //   conv_alloc_probe LAYERS_CSV LAYER [BATCH] [ROUNDS] [ITERS] [nchw|nhwc]
 //
-// Prints: round pad_mib x_offset y_offset ws_offset ms hash (offsets: the buffer's address modulo
-// 2 MiB, in KiB; hash: FNV-1a of the output, equal in every round)
+// Prints: round pad_mib x_mib y_mib ws_mib ms hash (the buffers' device addresses in MiB, which
+// cudaMalloc aligns to its 2 MiB pages; hash: FNV-1a of the output, equal in every round)
 //
 // Build (from the repository root, after the library):
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -DWINCONV_HAVE_CUDA=1 -Iinclude -Isrc -Ibench \
@@ -43,7 +43,7 @@ namespace {
     }                                                       \
   } while (0)
 
-unsigned offset_kib(const void* p) { return unsigned((reinterpret_cast<uintptr_t>(p) % (2u << 20)) >> 10); }
+unsigned long long address_mib(const void* p) { return static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(p) >> 20); }
 
 // The buffers of one round, allocated after `pad_bytes` of padding.
 struct Placement {
@@ -94,12 +94,12 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaEventCreate(&e0));
   CHECK_CUDA(cudaEventCreate(&e1));
   std::vector<float> h(ny);
-  std::printf("round pad_mib x_offset y_offset ws_offset ms hash\n");
-  // Rounds 0 .. rounds-1 take pads of 0, 37, 74, ... MiB plus an odd number of 4 KiB pages; the
-  // last round repeats round 0's pad.
+  std::printf("round pad_mib x_mib y_mib ws_mib ms hash\n");
+  // Rounds 0 .. rounds-1 take pads of 0, 37, 74, ... MiB (an odd number of cudaMalloc's 2 MiB
+  // pages, so the buffers move by other strides each round); the last round repeats round 0's.
   for (int r = 0; r <= rounds; ++r) {
     const int q = r == rounds ? 0 : r;
-    const size_t pad_bytes = size_t(q) * (37u << 20) + size_t(q % 2 ? 2 * q + 1 : 0) * 4096;
+    const size_t pad_bytes = size_t(q) * (37u << 20);
     Placement b(pad_bytes, nx, nw, ny, ws_bytes);
     auto run = [&] { CHECK_STATUS(conv2d_forward(cfg, b.x, b.w, b.y, b.ws, ws_bytes, nullptr)); };
     CHECK_CUDA(cudaMemset(b.y, 0xff, ny * 4));  // NaN poison: the hash shows a run that wrote nothing
@@ -109,8 +109,8 @@ int main(int argc, char** argv) {
     std::vector<float> batches;
     for (int k = 0; k < 5; ++k) batches.push_back(conv_dev::mean_ms(e0, e1, iters, run));
     std::sort(batches.begin(), batches.end());
-    std::printf("%d %zu %u %u %u %.4f %016llx\n", r, pad_bytes >> 20, offset_kib(b.x), offset_kib(b.y),
-                offset_kib(b.ws), batches[2], static_cast<unsigned long long>(hash));
+    std::printf("%d %zu %llu %llu %llu %.4f %016llx\n", r, pad_bytes >> 20, address_mib(b.x), address_mib(b.y),
+                address_mib(b.ws), batches[2], static_cast<unsigned long long>(hash));
     std::fflush(stdout);
   }
   return 0;
