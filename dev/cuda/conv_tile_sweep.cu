@@ -23,7 +23,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -36,15 +36,7 @@
 
 using namespace winconv;
 
-namespace {
-
 using conv_dev::fill;
-
-const im2win::TileShape kTiles[] = {im2win::TileShape::k128x128, im2win::TileShape::k128x64, im2win::TileShape::k128x96,
-                                    im2win::TileShape::k64x128, im2win::TileShape::k128x32,
-                                    im2win::TileShape::k128x16};
-
-}  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
@@ -77,7 +69,7 @@ int main(int argc, char** argv) {
       cfg.algo = Conv2dAlgo::kOnChip;
       size_t ws_bytes = 0;  // the largest any shape needs (split-K partials depend on the tile count)
       Status st = Status::Ok();
-      for (im2win::TileShape t : kTiles) {
+      for (im2win::TileShape t : im2win::kAllTileShapes) {
         size_t b = 0;
         st = conv2d_forward_tiled_workspace_size(cfg, &t, &b);
         if (!st.ok()) { std::fprintf(stderr, "%s: %s\n", l.name.c_str(), st.message().c_str()); return 1; }
@@ -96,14 +88,14 @@ int main(int argc, char** argv) {
       const im2win::TileShape chosen = plan.tile;
       std::vector<float> href(ny), h(ny);
       CHECK_CUDA(cudaMemcpy(href.data(), yref, ny * 4, cudaMemcpyDeviceToHost));
-      // Variant v < kNumTiles: the GEMM with tile kTiles[v]; v == kNumTiles: the direct shallow kernel.
-      constexpr int kNumTiles = int(sizeof(kTiles) / sizeof(kTiles[0]));
+      // Variant v < kNumTiles: the GEMM with tile kAllTileShapes[v]; v == kNumTiles: the direct shallow kernel.
+      constexpr int kNumTiles = int(std::size(im2win::kAllTileShapes));
       const bool direct_fits = layout == Layout::kNCHW &&
                                cfg.problem.c * cfg.problem.r * cfg.problem.s <= im2win::kShallowMaxDepth;
       for (int v = 0; v <= kNumTiles; ++v) {
         const bool direct = v == kNumTiles;
         if (direct && !direct_fits) continue;
-        const im2win::TileShape t = direct ? chosen : kTiles[v];
+        const im2win::TileShape t = direct ? chosen : im2win::kAllTileShapes[v];
         const bool selected = direct ? plan.shallow : !plan.shallow && t == chosen;
         if (selected_only && !selected) continue;
         auto run = [&]() {

@@ -332,9 +332,7 @@ TEST(Conv2dGpu, EveryTileShapeMatchesReference) {
   for (const auto& s : shapes)
     for (Layout layout : {Layout::kNCHW, Layout::kNHWC})
       for (Conv2dAlgo algo : {Conv2dAlgo::kOnChip, Conv2dAlgo::kMaterialized})
-        for (im2win::TileShape tile : {im2win::TileShape::k128x128, im2win::TileShape::k128x64,
-                                       im2win::TileShape::k64x128, im2win::TileShape::k128x96,
-                                       im2win::TileShape::k128x32, im2win::TileShape::k128x16}) {
+        for (im2win::TileShape tile : im2win::kAllTileShapes) {
           const Conv2dConfig cfg = config_from_row(s, layout, algo);
           SCOPED_TRACE(testing::describe(cfg) + " tile " + im2win::tile_name(tile));
           expect_matches_reference(cfg, rng, &tile);

@@ -47,8 +47,7 @@ TEST(TileSelect, NarrowNNeverPaysForAWideTile) {
 
 TEST(TileSelect, ThreadsOfEveryShapeFillWholeWarps) {
   // The kernel lays a warp out as 4 (M) x 8 (N) threads, each owning 8 x tile_tn outputs.
-  for (TileShape t : {TileShape::k128x128, TileShape::k128x64, TileShape::k64x128, TileShape::k128x96,
-                      TileShape::k128x32, TileShape::k128x16}) {
+  for (TileShape t : kAllTileShapes) {
     EXPECT_EQ(tile_bn(t) % (8 * tile_tn(t)), 0) << tile_name(t);
     EXPECT_EQ(tile_bm(t) % (4 * 8), 0) << tile_name(t);
     EXPECT_EQ(tile_threads(t) % 32, 0) << tile_name(t);

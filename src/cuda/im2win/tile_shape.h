@@ -14,6 +14,9 @@
 namespace winconv::im2win {
 
 enum class TileShape { k128x128, k128x64, k64x128, k128x96, k128x32, k128x16 };
+// Every shape, for the tests and the tile sweep that try them all.
+inline constexpr TileShape kAllTileShapes[] = {TileShape::k128x128, TileShape::k128x64, TileShape::k64x128,
+                                               TileShape::k128x96,  TileShape::k128x32, TileShape::k128x16};
 
 inline int tile_bm(TileShape t) { return t == TileShape::k64x128 ? 64 : 128; }
 inline int tile_bn(TileShape t) {
