@@ -32,7 +32,7 @@ void im2win_transform_row_to_cpu(const Conv2dConfig& config, const float* x, int
 //    blocks it meets into a buffer of one block that stays in its cache.
 // kAuto takes rows outermost when the whole packed filter fits filter_budget_bytes (it then stays
 // in each core's L2), and otherwise filter blocks outermost when W' < 32 S, where the window re-read
-// per block is smaller than the filter re-read per row. Measured (docs/perf-notes.md, CPU path):
+// per block is smaller than the filter re-read per row. Measured (docs/conv2d-cpu.md):
 // blocks for conv6 and conv12 (4.7-9.4 MB of filter), -18% at conv6; rows for conv4 and conv8
 // (10-45 MB of window), -5 to -10%, and for conv1, 2, 9 and 10 (filters of 0.14-0.6 MB),
 // -4 to -25% on two threads.
@@ -41,7 +41,7 @@ void im2win_transform_row_to_cpu(const Conv2dConfig& config, const float* x, int
 // window never goes to memory and the extra memory is one buffer per worker. kAuto takes it
 // where it would take rows outermost and the whole window tensor would exceed
 // kCpuWorkerWindowsAboveBytes: conv4's 45 MB window was written and read back through memory
-// (docs/perf-notes.md, CPU path, twelfth version); on the stems, whose windows are 1-2 MB, the
+// (docs/conv2d-cpu.md, twelfth version); on the stems, whose windows are 1-2 MB, the
 // whole tensor first was faster.
 enum class CpuTaskOrder { kAuto, kFilterBlocksOuter, kRowsOuter, kRowsOuterWorkerWindows };
 constexpr int64_t kCpuWorkerWindowsAboveBytes = int64_t(16) << 20;
