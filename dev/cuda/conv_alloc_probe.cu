@@ -1,18 +1,23 @@
 // Does one conv2d layer's time follow where its buffers land? The 256-channel 3 x 3 layer at
 // 14 x 14 (NCHW, 128x128 tile) runs at 0.70 ms in some processes and up to 0.89 ms in others, with
 // the same bits (docs/conv2d.md, v18 and v20; the shared-memory carveout is not the cause). This
-// probe runs one layer in one process for several rounds, each with its buffers allocated after a
-// pad buffer of another size, so x, the filter, y and the workspace (which holds the reduction
-// table) sit at other addresses each round. The first placement is timed again at the end.
-//   - a spread between the rounds of one process: the time follows placement;
-//   - the same time in every round of a process, different times between processes: something
-//     fixed for the life of a process.
-// Each round's time is the median of 5 batches of ITERS back-to-back launches (CUDA events).
+// probe runs one layer in one process with several placements, each with its buffers allocated
+// after a pad buffer of another size, so x, the filter, y and the workspace (which holds the
+// reduction table) sit at other addresses. All placements stay allocated, and each is timed in
+// PASSES passes over all of them (the second and later in reverse and rotated order).
+//   - each placement keeps its time in every pass, times differ between placements: the time
+//     follows placement;
+//   - a placement's time changes between passes: something that varies in time (clock, the
+//     order in which blocks meet SMs), not placement;
+//   - the same time everywhere in a process, different between processes: something fixed for
+//     the life of a process.
+// Each time is the median of 5 batches of ITERS back-to-back launches (CUDA events).
 //
-//   conv_alloc_probe LAYERS_CSV LAYER [BATCH] [ROUNDS] [ITERS] [nchw|nhwc]
+//   conv_alloc_probe LAYERS_CSV LAYER [BATCH] [PLACEMENTS] [ITERS] [nchw|nhwc] [PASSES]
 //
-// Prints: round pad_mib x_mib y_mib ws_mib ms hash (the buffers' device addresses in MiB, which
-// cudaMalloc aligns to its 2 MiB pages; hash: FNV-1a of the output, equal in every round)
+// Prints: pass placement pad_mib x_mib w_mib y_mib ws_mib ms min_ms max_ms hash (the buffers'
+// device addresses in MiB, which cudaMalloc aligns to its 2 MiB pages; min and max of the 5
+// batches; hash: FNV-1a of the output, equal everywhere)
 //
 // Build (from the repository root, after the library):
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -DWINCONV_HAVE_CUDA=1 -Iinclude -Isrc -Ibench \
@@ -24,6 +29,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -70,16 +76,17 @@ struct Placement {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s LAYERS_CSV LAYER [BATCH] [ROUNDS] [ITERS] [nchw|nhwc]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s LAYERS_CSV LAYER [BATCH] [PLACEMENTS] [ITERS] [nchw|nhwc] [PASSES]\n", argv[0]);
     return 1;
   }
   bench::Options opt;
   opt.layers_file = argv[1];
   opt.layers = {argv[2]};
   const int64_t batch = argc > 3 ? std::atoll(argv[3]) : 128;
-  const int rounds = argc > 4 ? std::max(1, std::atoi(argv[4])) : 8;
+  const int placements = argc > 4 ? std::max(1, std::atoi(argv[4])) : 6;
   const int iters = argc > 5 ? std::max(1, std::atoi(argv[5])) : 20;
   const Layout layout = argc > 6 && std::string(argv[6]) == "nhwc" ? Layout::kNHWC : Layout::kNCHW;
+  const int passes = argc > 7 ? std::max(1, std::atoi(argv[7])) : 3;
   std::string error;
   const std::vector<bench::Layer> layers = bench::load_layers(opt, &error);
   if (!error.empty() || layers.size() != 1) {
@@ -94,24 +101,31 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaEventCreate(&e0));
   CHECK_CUDA(cudaEventCreate(&e1));
   std::vector<float> h(ny);
-  std::printf("round pad_mib x_mib y_mib ws_mib ms hash\n");
-  // Rounds 0 .. rounds-1 take pads of 0, 37, 74, ... MiB (an odd number of cudaMalloc's 2 MiB
-  // pages, so the buffers move by other strides each round); the last round repeats round 0's.
-  for (int r = 0; r <= rounds; ++r) {
-    const int q = r == rounds ? 0 : r;
-    const size_t pad_bytes = size_t(q) * (37u << 20);
-    Placement b(pad_bytes, nx, nw, ny, ws_bytes);
-    auto run = [&] { CHECK_STATUS(conv2d_forward(cfg, b.x, b.w, b.y, b.ws, ws_bytes, nullptr)); };
-    CHECK_CUDA(cudaMemset(b.y, 0xff, ny * 4));  // NaN poison: the hash shows a run that wrote nothing
-    run();
-    CHECK_CUDA(cudaMemcpy(h.data(), b.y, ny * 4, cudaMemcpyDeviceToHost));
-    const uint64_t hash = conv_dev::output_hash(h);
-    std::vector<float> batches;
-    for (int k = 0; k < 5; ++k) batches.push_back(conv_dev::mean_ms(e0, e1, iters, run));
-    std::sort(batches.begin(), batches.end());
-    std::printf("%d %zu %llu %llu %llu %.4f %016llx\n", r, pad_bytes >> 20, address_mib(b.x), address_mib(b.y),
-                address_mib(b.ws), batches[2], static_cast<unsigned long long>(hash));
-    std::fflush(stdout);
+  std::printf("pass placement pad_mib x_mib w_mib y_mib ws_mib ms min_ms max_ms hash\n");
+  // Placement q follows a pad of 37 q MiB (an odd number of cudaMalloc's 2 MiB pages, so the
+  // buffers move by other strides each time).
+  std::vector<std::unique_ptr<Placement>> all;
+  for (int q = 0; q < placements; ++q)
+    all.push_back(std::make_unique<Placement>(size_t(q) * (37u << 20), nx, nw, ny, ws_bytes));
+  for (int pass = 0; pass < passes; ++pass) {
+    for (int i = 0; i < placements; ++i) {
+      // Pass 0 in allocation order; later passes reversed and rotated, so a drift in time does
+      // not line up with the placements.
+      const int q = pass == 0 ? i : (placements - 1 - i + pass) % placements;
+      Placement& b = *all[q];
+      auto run = [&] { CHECK_STATUS(conv2d_forward(cfg, b.x, b.w, b.y, b.ws, ws_bytes, nullptr)); };
+      CHECK_CUDA(cudaMemset(b.y, 0xff, ny * 4));  // NaN poison: the hash shows a run that wrote nothing
+      run();
+      CHECK_CUDA(cudaMemcpy(h.data(), b.y, ny * 4, cudaMemcpyDeviceToHost));
+      const uint64_t hash = conv_dev::output_hash(h);
+      std::vector<float> batches;
+      for (int k = 0; k < 5; ++k) batches.push_back(conv_dev::mean_ms(e0, e1, iters, run));
+      std::sort(batches.begin(), batches.end());
+      std::printf("%d %d %d %llu %llu %llu %llu %.4f %.4f %.4f %016llx\n", pass, q, q * 37, address_mib(b.x),
+                  address_mib(b.w), address_mib(b.y), address_mib(b.ws), batches[2], batches[0], batches[4],
+                  static_cast<unsigned long long>(hash));
+      std::fflush(stdout);
+    }
   }
   return 0;
 }
