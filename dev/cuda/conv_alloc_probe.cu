@@ -11,13 +11,16 @@
 //     order in which blocks meet SMs), not placement;
 //   - the same time everywhere in a process, different between processes: something fixed for
 //     the life of a process.
-// Each time is the median of 5 batches of ITERS back-to-back launches (CUDA events).
+// Each time is the median of 5 batches of ITERS back-to-back launches (CUDA events). After each
+// batch a one-thread kernel reads the SM clock (clock64 ticks per globaltimer nanosecond), so a
+// batch's time can be set beside the clock it ran at.
 //
 //   conv_alloc_probe LAYERS_CSV LAYER [BATCH] [PLACEMENTS] [ITERS] [nchw|nhwc] [PASSES]
 //
 // Prints: pass placement pad_mib x_mib w_mib y_mib ws_mib ms min_ms max_ms hash (the buffers'
 // device addresses in MiB, which cudaMalloc aligns to its 2 MiB pages; min and max of the 5
-// batches; hash: FNV-1a of the output, equal everywhere)
+// batches; hash: FNV-1a of the output, equal everywhere), then one line per batch:
+// "batch pass placement ms mhz".
 //
 // Build (from the repository root, after the library):
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -DWINCONV_HAVE_CUDA=1 -Iinclude -Isrc -Ibench \
@@ -48,6 +51,18 @@ namespace {
       std::exit(2);                                         \
     }                                                       \
   } while (0)
+
+// The SM clock in MHz over a spin of about 0.1 ms on one thread.
+__global__ void sm_clock_mhz(float* out) {
+  uint64_t t0, t1;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  const long long c0 = clock64();
+  while (clock64() - c0 < 200000) {
+  }
+  const long long c1 = clock64();
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+  *out = float(c1 - c0) * 1000.f / float(t1 - t0);
+}
 
 unsigned long long address_mib(const void* p) { return static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(p) >> 20); }
 
@@ -101,6 +116,9 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaEventCreate(&e0));
   CHECK_CUDA(cudaEventCreate(&e1));
   std::vector<float> h(ny);
+  float* mhz_d = nullptr;
+  CHECK_CUDA(cudaMalloc(&mhz_d, sizeof(float)));
+  std::vector<std::string> batch_lines;
   std::printf("pass placement pad_mib x_mib w_mib y_mib ws_mib ms min_ms max_ms hash\n");
   // Placement q follows a pad of 37 q MiB (an odd number of cudaMalloc's 2 MiB pages, so the
   // buffers move by other strides each time).
@@ -119,7 +137,15 @@ int main(int argc, char** argv) {
       CHECK_CUDA(cudaMemcpy(h.data(), b.y, ny * 4, cudaMemcpyDeviceToHost));
       const uint64_t hash = conv_dev::output_hash(h);
       std::vector<float> batches;
-      for (int k = 0; k < 5; ++k) batches.push_back(conv_dev::mean_ms(e0, e1, iters, run));
+      for (int k = 0; k < 5; ++k) {
+        batches.push_back(conv_dev::mean_ms(e0, e1, iters, run));
+        sm_clock_mhz<<<1, 1>>>(mhz_d);
+        float mhz = 0;
+        CHECK_CUDA(cudaMemcpy(&mhz, mhz_d, sizeof(float), cudaMemcpyDeviceToHost));
+        char line[96];
+        std::snprintf(line, sizeof line, "batch %d %d %.4f %.0f", pass, q, batches.back(), mhz);
+        batch_lines.push_back(line);
+      }
       std::sort(batches.begin(), batches.end());
       std::printf("%d %d %d %llu %llu %llu %llu %.4f %.4f %.4f %016llx\n", pass, q, q * 37, address_mib(b.x),
                   address_mib(b.w), address_mib(b.y), address_mib(b.ws), batches[2], batches[0], batches[4],
@@ -127,5 +153,7 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
+  for (const std::string& line : batch_lines) std::printf("%s\n", line.c_str());
+  cudaFree(mhz_d);
   return 0;
 }
