@@ -54,19 +54,17 @@ namespace {
 
 // The SM clock in MHz over a spin of about 0.1 ms on one thread.
 __global__ void sm_clock_mhz(float* out) {
-  uint64_t t0, t1;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  const unsigned long long t0 = strip_bench::global_ns();
   const long long c0 = clock64();
   while (clock64() - c0 < 200000) {
   }
   const long long c1 = clock64();
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
-  *out = float(c1 - c0) * 1000.f / float(t1 - t0);
+  *out = float(c1 - c0) * 1000.f / float(strip_bench::global_ns() - t0);
 }
 
 unsigned long long address_mib(const void* p) { return static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(p) >> 20); }
 
-// The buffers of one round, allocated after `pad_bytes` of padding.
+// The buffers of one placement, allocated after `pad_bytes` of padding.
 struct Placement {
   void* pad = nullptr;
   float *x = nullptr, *w = nullptr, *y = nullptr;

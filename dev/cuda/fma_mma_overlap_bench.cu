@@ -13,7 +13,9 @@
 // scheduler holds both), mixed (every warp both: the tensor instructions issued, then FFMAs, then
 // the wait). The clock is read as clock64 ticks over globaltimer nanoseconds in each block; FLOPs
 // are 2 per multiply-add, tensor ones as issued. Not part of the library.
-#include "strip_bench_common.cuh"  // STRIP_BENCH_CHECK
+#include "strip_bench_common.cuh"  // STRIP_BENCH_CHECK, global_ns
+
+using strip_bench::global_ns;
 
 constexpr int kThreads = 512, kFmaChains = 16, kMmaChains = 4, kUnroll = 8;
 
@@ -71,12 +73,6 @@ __device__ __forceinline__ void wgmma_block<32>(float (&d)[kMmaChains][16], unsi
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
-
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 
 __device__ __forceinline__ void fma_block(float (&a)[kFmaChains], float b, float c) {
 #pragma unroll

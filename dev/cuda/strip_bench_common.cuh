@@ -1,9 +1,9 @@
 // What the dev benches share (dwconv_strip_bench.cu, corr_strip_bench.cu, conv_corr_block_bench.cu,
-// wtconv_dw_bench.cu, wtconv_tile_sweep.cu; fma_mma_overlap_bench.cu and conv_dev_common.cuh take
-// the error check alone):
-// the CUDA error check, the opaque pass offset, the median of CUDA-event timings of a launch, the
-// arguments (planes, H, W) and the result table with its float64 check. Dev tools only, not part
-// of the library.
+// wtconv_dw_bench.cu, wtconv_tile_sweep.cu; fma_mma_overlap_bench.cu, wave_tail_probe.cu and
+// conv_dev_common.cuh take the error check and the device timer alone):
+// the CUDA error check, the device's nanosecond timer, the opaque pass offset, the median of
+// CUDA-event timings of a launch, the arguments (planes, H, W) and the result table with its
+// float64 check. Dev tools only, not part of the library.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -57,6 +57,13 @@ inline std::vector<float> random_floats(size_t n, unsigned seed, float** dev) {
   STRIP_BENCH_CHECK(cudaMalloc(dev, n * 4));
   STRIP_BENCH_CHECK(cudaMemcpy(*dev, v.data(), n * 4, cudaMemcpyHostToDevice));
   return v;
+}
+
+// The device's global nanosecond timer (%globaltimer), the same on every SM.
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
 }
 
 // 0, read afresh from device memory on every call: the offset that makes each timed pass over a

@@ -27,7 +27,9 @@
 #include <map>
 #include <vector>
 
-#include "strip_bench_common.cuh"  // STRIP_BENCH_CHECK
+#include "strip_bench_common.cuh"  // STRIP_BENCH_CHECK, global_ns
+
+using strip_bench::global_ns;
 
 namespace {
 
@@ -37,12 +39,6 @@ struct BlockRecord {
   unsigned smid;
   unsigned long long start, end;
 };
-
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 
 __device__ __forceinline__ unsigned sm_id() {
   unsigned id;
@@ -121,12 +117,11 @@ int main(int argc, char** argv) {
     float ms = 0;
     STRIP_BENCH_CHECK(cudaEventElapsedTime(&ms, e0, e1));
     STRIP_BENCH_CHECK(cudaMemcpy(rec.data(), rec_d, tiles * sizeof(BlockRecord), cudaMemcpyDeviceToHost));
-    unsigned long long first = rec[0].start, last = rec[0].end;
-    for (const BlockRecord& r : rec) first = std::min(first, r.start), last = std::max(last, r.end);
     // The first wave starts within a few microseconds; a tail tile can only start once some tile
     // has ended, so the tail is every tile that started after the earliest end.
-    unsigned long long earliest_end = rec[0].end;
-    for (const BlockRecord& r : rec) earliest_end = std::min(earliest_end, r.end);
+    unsigned long long first = rec[0].start, last = rec[0].end, earliest_end = rec[0].end;
+    for (const BlockRecord& r : rec)
+      first = std::min(first, r.start), last = std::max(last, r.end), earliest_end = std::min(earliest_end, r.end);
     double wave1 = 0, tail = 0;
     int n_wave1 = 0, n_tail = 0;
     std::map<unsigned, std::vector<const BlockRecord*>> tail_by_sm;
