@@ -123,8 +123,9 @@ Conv2dGemmPlan conv2d_gemm_plan(const Conv2dConfig& config, int num_sms, const i
   g.a_order = config.layout == Layout::kNHWC && pb.c % 4 == 0 ? im2win::AStageOrder::kPixelMajor
                                                                 : im2win::AStageOrder::kKMajor;
   g.table = reduction_table_kind(pb, algo, g.a_order);
-  g.tile = tile_override ? *tile_override : im2win::select_tile(g.m, g.n, num_sms > 0 ? num_sms : 1, g.a_order);
-  g.ksplit = im2win::select_k_splits(g.m, g.n, pb.c * pb.r * pb.s, g.tile, num_sms);
+  const int64_t k_gemm = pb.c * pb.r * pb.s;
+  g.tile = tile_override ? *tile_override : im2win::select_tile(g.m, g.n, k_gemm, num_sms > 0 ? num_sms : 1, g.a_order);
+  g.ksplit = im2win::select_k_splits(g.m, g.n, k_gemm, g.tile, num_sms);
   return g;
 }
 

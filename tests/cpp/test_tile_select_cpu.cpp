@@ -18,11 +18,11 @@ constexpr AStageOrder kK = AStageOrder::kKMajor, kPix = AStageOrder::kPixelMajor
 
 TEST(TileSelect, LongGemmWithWideNTakesTheLargestTileWhenKMajor) {
   // conv8-like: M = 1.5e6, N = 128, thousands of tiles per shape: the wave tail is negligible.
-  EXPECT_TILE(select_tile(1548800, 128, kSms, kK), TileShape::k128x128);
+  EXPECT_TILE(select_tile(1548800, 128, 576, kSms, kK), TileShape::k128x128);
 }
 
 TEST(TileSelect, PixelMajorAvoidsThe256ThreadTile) {
-  EXPECT_TILE(select_tile(1548800, 128, kSms, kPix), TileShape::k64x128);
+  EXPECT_TILE(select_tile(1548800, 128, 576, kSms, kPix), TileShape::k64x128);
 }
 
 TEST(TileSelect, NarrowNNeverPaysForAWideTile) {
@@ -31,15 +31,15 @@ TEST(TileSelect, NarrowNNeverPaysForAWideTile) {
   for (int64_t m : {int64_t(3000), int64_t(50000), int64_t(1520768)})
     for (AStageOrder o : {kK, kPix}) {
       for (int64_t n : {33, 48, 64}) {
-        const TileShape t = select_tile(m, n, kSms, o);
+        const TileShape t = select_tile(m, n, 576, kSms, o);
         EXPECT_EQ(tile_bn(t), 64) << "m " << m << " n " << n << ": " << tile_name(t);
       }
       for (int64_t n : {17, 24, 32}) {
-        const TileShape t = select_tile(m, n, kSms, o);
+        const TileShape t = select_tile(m, n, 576, kSms, o);
         EXPECT_EQ(tile_bn(t), 32) << "m " << m << " n " << n << ": " << tile_name(t);
       }
       for (int64_t n : {1, 8, 16}) {
-        const TileShape t = select_tile(m, n, kSms, o);
+        const TileShape t = select_tile(m, n, 576, kSms, o);
         EXPECT_EQ(tile_bn(t), 16) << "m " << m << " n " << n << ": " << tile_name(t);
       }
     }
@@ -59,31 +59,31 @@ TEST(TileSelect, ThreadsOfEveryShapeFillWholeWarps) {
 TEST(TileSelect, WaveTailMovesToASmallerTile) {
   // conv11-like: 288 tiles of 128x128 give 24 SMs a third tile; 576 tiles of 64x128 spread to
   // at most 5 per SM, 2.5 large-tile equivalents.
-  EXPECT_TILE(select_tile(18432, 256, kSms, kK), TileShape::k64x128);
+  EXPECT_TILE(select_tile(18432, 256, 2304, kSms, kK), TileShape::k64x128);
 }
 
 TEST(TileSelect, NinetySixWideNTakesTheNinetySixWideTile) {
   // conv1-like: M = 387200, N = 96; a 128-wide tile would compute 32 padded columns per 96.
   // N = 192 is two such tiles (k-major; the pixel-major 128x64 rate takes three 64-wide ones);
   // N = 100 or 256 is not.
-  EXPECT_TILE(select_tile(387200, 192, kSms, kK), TileShape::k128x96);
+  EXPECT_TILE(select_tile(387200, 192, 363, kSms, kK), TileShape::k128x96);
   for (AStageOrder o : {kK, kPix}) {
-    EXPECT_TILE(select_tile(387200, 96, kSms, o), TileShape::k128x96);
-    EXPECT_NE(select_tile(387200, 100, kSms, o), TileShape::k128x96);
-    EXPECT_NE(select_tile(387200, 256, kSms, o), TileShape::k128x96);
+    EXPECT_TILE(select_tile(387200, 96, 363, kSms, o), TileShape::k128x96);
+    EXPECT_NE(select_tile(387200, 100, 363, kSms, o), TileShape::k128x96);
+    EXPECT_NE(select_tile(387200, 256, 363, kSms, o), TileShape::k128x96);
   }
 }
 
 TEST(TileSelect, SmallGemmKeepsLargeTilesOverManyTinyOnes) {
   // conv12-like: M = 3200, N = 512: 100 tiles of 128x128 run in one round on 132 SMs.
-  EXPECT_TILE(select_tile(3200, 512, kSms, kK), TileShape::k128x128);
+  EXPECT_TILE(select_tile(3200, 512, 4608, kSms, kK), TileShape::k128x128);
 }
 
 TEST(TileSelect, UnderfilledGpuTakesTheSmallestArea) {
   // M = 392, N = 512 (a 7x7 layer at batch 8): at most 32 tiles, each block alone on its SM, so
   // the time follows the tile area; 64x128 gathers the fewest A elements of the two halves.
-  EXPECT_TILE(select_tile(392, 512, kSms, kK), TileShape::k64x128);
-  EXPECT_TILE(select_tile(392, 512, kSms, kPix), TileShape::k64x128);
+  EXPECT_TILE(select_tile(392, 512, 4608, kSms, kK), TileShape::k64x128);
+  EXPECT_TILE(select_tile(392, 512, 4608, kSms, kPix), TileShape::k64x128);
 }
 
 TEST(TileSelect, ChoiceIsNeverPredictedSlowerThanAnotherShape) {
@@ -92,20 +92,51 @@ TEST(TileSelect, ChoiceIsNeverPredictedSlowerThanAnotherShape) {
   std::mt19937 rng(11);
   std::uniform_int_distribution<int64_t> m_dist(1, 40000);
   std::uniform_int_distribution<int64_t> n_dist(65, 2048);
+  std::uniform_int_distribution<int64_t> k_dist(1, 8192);
   for (int i = 0; i < 20000; ++i) {
-    const int64_t m = m_dist(rng), n = n_dist(rng);
+    const int64_t m = m_dist(rng), n = n_dist(rng), k = k_dist(rng);
     for (AStageOrder o : {kK, kPix}) {
-      const TileShape t = select_tile(m, n, kSms, o);
+      const TileShape t = select_tile(m, n, k, kSms, o);
       for (TileShape other : {TileShape::k128x128, TileShape::k64x128, TileShape::k128x64, TileShape::k128x96})
-        ASSERT_LE(tile_cost(m, n, kSms, t, o), tile_cost(m, n, kSms, other, o))
+        ASSERT_LE(tile_cost(m, n, k, kSms, t, o), tile_cost(m, n, k, kSms, other, o))
             << "m " << m << " n " << n << ": " << tile_name(t) << " vs " << tile_name(other);
     }
   }
 }
 
+TEST(TileSelect, PartialUnsplitRoundOfWideTilesCostsAWholeRound) {
+  // A 256-channel 3x3 layer at 14x14, batch 128 (M = 25088, N = 256, K = 2304): 392 tiles of
+  // 128x128 are 2.97 per SM but 1.48 rounds of its 264 slots; unsplit, the partial round ran as
+  // long as a whole one (0.884 ms, against 0.654 for 784 tiles of 64x128). The same holds for
+  // the 1x1 layer of that size (K = 1024), for a 5x5 layer of N = 100 (391 tiles) and for
+  // 128x96 (392 tiles of a 384-channel 3x3 layer at batch 64).
+  EXPECT_EQ(select_k_splits(25088, 256, 2304, TileShape::k128x128, kSms).splits, 1);
+  EXPECT_TILE(select_tile(25088, 256, 2304, kSms, kK), TileShape::k64x128);
+  EXPECT_TILE(select_tile(25088, 256, 1024, kSms, kK), TileShape::k64x128);
+  EXPECT_TILE(select_tile(50048, 100, 425, kSms, kK), TileShape::k64x128);
+  EXPECT_TILE(select_tile(12544, 384, 3456, kSms, kK), TileShape::k64x128);
+  // Whole rounds only: 528 tiles on 264 slots (batch 172) keep 128x128's cost per SM.
+  EXPECT_EQ(busiest_sm_tiles(33712, 256, 2304, kSms, TileShape::k128x128), 4);
+  // The 128-thread shapes keep the even spread: 280 unsplit tiles of 64x128 (K = 256) are 3 on
+  // the busiest SM, not two whole rounds of 264 slots' 2 each.
+  EXPECT_EQ(select_k_splits(8960, 256, 256, TileShape::k64x128, kSms).splits, 1);
+  EXPECT_EQ(busiest_sm_tiles(8960, 256, 256, kSms, TileShape::k64x128), 3);
+}
+
+TEST(TileSelect, TailSplitRoundOfWideTilesKeepsItsCost) {
+  // A 128-channel 3x3 layer at 28x28 without padding, batch 64 (M = 43264, N = 128, K = 1152):
+  // 338 tiles of 128x128, whose tail the split rule divides 3 ways (0.330 ms, the fastest shape
+  // measured, against 0.356 for 64x128): the split blocks fill the slots, so no whole-round charge.
+  const KSplit ks = select_k_splits(43264, 128, 1152, TileShape::k128x128, kSms);
+  EXPECT_EQ(ks.splits, 3);
+  EXPECT_GT(ks.head_tiles, 0);
+  EXPECT_EQ(busiest_sm_tiles(43264, 128, 1152, kSms, TileShape::k128x128), 3);
+  EXPECT_TILE(select_tile(43264, 128, 1152, kSms, kK), TileShape::k128x128);
+}
+
 TEST(TileSelect, OtherSmCountsShiftTheTail) {
   // The same conv11-like GEMM on a GPU with 144 SMs: 288 tiles of 128x128 are exactly two per SM.
-  EXPECT_TILE(select_tile(18432, 256, 144, kK), TileShape::k128x128);
+  EXPECT_TILE(select_tile(18432, 256, 2304, 144, kK), TileShape::k128x128);
 }
 
 TEST(KSplit, NoSplitWhenTheTilesFillTheGpu) {

@@ -1,8 +1,9 @@
 // The tile-shape rule for the FP32 im2win GEMM (docs/conv2d.md, "Tile selection rule").
 //
 // Predicted time of a shape = (tiles on the busiest SM) x (tile area) / (the shape's rate).
-// Tiles spread evenly over the SMs, so the busiest SM runs ceil(tiles / SMs) of them; the tile
-// area counts the padded columns a BN wider than N wastes. This one formula covers the wave
+// Tiles spread evenly over the SMs, so the busiest SM runs ceil(tiles / SMs) of them (whole
+// rounds of slots for a 256-thread shape whose last round is partial and unsplit:
+// busiest_sm_tiles); the tile area counts the padded columns a BN wider than N wastes. This one formula covers the wave
 // tail (conv11: 288 tiles of 128x128 on 132 SMs leave a third round to 24 SMs; 576 of 64x128
 // spread better), the tile efficiency on long GEMMs (128x128 reads the fewest operand bytes per
 // FMA), and small GEMMs (conv12: 100 tiles of 128x128, one round on 132 SMs, beat 200 of 64x128).
@@ -51,26 +52,6 @@ inline int tile_rate_permille(TileShape t, AStageOrder order) {
     case TileShape::k128x16: return k_major ? 700 : 740;
   }
   return 1;
-}
-
-// Predicted time of the GEMM with this shape, in units of FMA-area over rate (only comparisons
-// between shapes of one problem mean anything).
-inline double tile_cost(int64_t m, int64_t n, int num_sms, TileShape t, AStageOrder order) {
-  const int64_t per_sm = (tile_count(m, n, t) + num_sms - 1) / num_sms;
-  return double(per_sm) * double(tile_bm(t) * tile_bn(t)) / double(tile_rate_permille(t, order));
-}
-
-inline TileShape select_tile(int64_t m, int64_t n, int num_sms, AStageOrder order) {
-  // N <= 64: a BN = 128 tile is at least half padding (N <= 32: a BN = 64 one; N <= 16: a BN = 32
-  // one). The cost model charges that only through the tile count, which stops counting once
-  // every tile runs alone on its SM.
-  if (n <= 16) return TileShape::k128x16;
-  if (n <= 32) return TileShape::k128x32;
-  if (n <= 64) return TileShape::k128x64;
-  TileShape best = TileShape::k128x128;
-  for (TileShape t : {TileShape::k64x128, TileShape::k128x64, TileShape::k128x96})
-    if (tile_cost(m, n, num_sms, t, order) < tile_cost(m, n, num_sms, best, order)) best = t;
-  return best;
 }
 
 // Reduction splits (split-K) for a GEMM whose tiles leave SMs idle (docs/conv2d.md, v7 and
@@ -177,6 +158,46 @@ inline KSplit select_k_splits(int64_t m, int64_t n, int64_t k_gemm, TileShape t,
   if (head == 0) return unsplit;
   const KSplit tail = best_of(head, head / tile_cols(n, t) * tile_bm(t), &cost);
   return unsplit_cost >= kMinTailSplitGain * cost ? tail : unsplit;
+}
+
+// Tiles on the busiest SM. Tiles spread evenly over the SMs, so it runs ceil(tiles / SMs) of
+// them, with one exception, measured on the 256-thread shapes (128x128, 128x96; two resident
+// blocks per SM, 2 * SMs slots): once the tiles outnumber the slots, the blocks of the last,
+// partial round land on slots as they free up, two to an SM on some, and that round takes as
+// long as a whole one. The 256-channel 3x3 layer at 14x14 (392 tiles of 128x128 on 264 slots)
+// ran 0.884 ms at batch 128, as long as 528 tiles (two whole rounds) at batch 172, where a
+// round alone took 0.448 ms (H100). A tail split (select_k_splits) replaces that round with
+// split blocks that fill the slots, so a shape that takes one is charged tiles / SMs as before
+// (the same layer at batch 108: 332 tiles, tail split 5 ways, 0.637 ms). The 128-thread shapes
+// (3 or 4 resident) showed no such loss: 784 tiles of 64x128 took 1.46 times their one-round
+// time for 1.48 rounds.
+inline int64_t busiest_sm_tiles(int64_t m, int64_t n, int64_t k_gemm, int num_sms, TileShape t) {
+  const int64_t tiles = tile_count(m, n, t);
+  constexpr int kWideBlocksPerSm = 2;  // 256 threads x 128 registers: half the register file
+  const int64_t slots = int64_t(kWideBlocksPerSm) * num_sms;
+  if (tile_threads(t) == 256 && tiles > slots && select_k_splits(m, n, k_gemm, t, num_sms).splits == 1)
+    return (tiles + slots - 1) / slots * kWideBlocksPerSm;
+  return (tiles + num_sms - 1) / num_sms;
+}
+
+// Predicted time of the GEMM (m x n, reduction depth k_gemm) with this shape, in units of
+// FMA-area over rate (only comparisons between shapes of one problem mean anything).
+inline double tile_cost(int64_t m, int64_t n, int64_t k_gemm, int num_sms, TileShape t, AStageOrder order) {
+  return double(busiest_sm_tiles(m, n, k_gemm, num_sms, t)) * double(tile_bm(t) * tile_bn(t)) /
+         double(tile_rate_permille(t, order));
+}
+
+inline TileShape select_tile(int64_t m, int64_t n, int64_t k_gemm, int num_sms, AStageOrder order) {
+  // N <= 64: a BN = 128 tile is at least half padding (N <= 32: a BN = 64 one; N <= 16: a BN = 32
+  // one). The cost model charges that only through the tile count, which stops counting once
+  // every tile runs alone on its SM.
+  if (n <= 16) return TileShape::k128x16;
+  if (n <= 32) return TileShape::k128x32;
+  if (n <= 64) return TileShape::k128x64;
+  TileShape best = TileShape::k128x128;
+  for (TileShape t : {TileShape::k64x128, TileShape::k128x64, TileShape::k128x96})
+    if (tile_cost(m, n, k_gemm, num_sms, t, order) < tile_cost(m, n, k_gemm, num_sms, best, order)) best = t;
+  return best;
 }
 
 }  // namespace winconv::im2win
