@@ -59,10 +59,11 @@ void expect_matches_reference(const Conv2dConfig& cfg, std::mt19937_64& rng,
 }
 
 // Two runs on the same inputs write the same bits (split-K adds its splits in a fixed order).
-void expect_reruns_bit_identical(const Conv2dConfig& cfg, std::mt19937_64& rng) {
+void expect_reruns_bit_identical(const Conv2dConfig& cfg, std::mt19937_64& rng,
+                                 const im2win::TileShape* tile = nullptr) {
   const auto x = random_vector(size_t(cfg.problem.x_elements()), rng);
   const auto w = random_vector(size_t(cfg.problem.w_elements()), rng);
-  const auto y1 = run_gpu(cfg, x, w), y2 = run_gpu(cfg, x, w);
+  const auto y1 = run_gpu(cfg, x, w, tile), y2 = run_gpu(cfg, x, w, tile);
   ASSERT_EQ(y1.size(), y2.size());
   // Two runs that wrote nothing would leave the same NaN poison.
   EXPECT_EQ(std::count_if(y1.begin(), y1.end(), [](float v) { return !std::isfinite(v); }), 0) << "non-finite outputs";
@@ -511,7 +512,7 @@ TEST(Conv2dGpu, SplitKMatchesReferenceAndRepeatsBitForBit) {
   // Small M, deep reduction: the tiles leave SMs idle, so the GEMM splits the reduction and a
   // second pass adds the partial tiles. K_gemm is a multiple of neither BK nor the split, the
   // last split is shorter, and a tail pixel or channel sits in every tile. The last shape runs
-  // 128x128 tiles (71 of them on 132 SMs) in NCHW.
+  // again in 128x128 tiles (71 of them on 132 SMs), which the rule no longer picks.
   WINCONV_REQUIRE_GPU();
   int sms = 0;
   ASSERT_TRUE(cuda_check_device(&sms).ok());
@@ -537,6 +538,15 @@ TEST(Conv2dGpu, SplitKMatchesReferenceAndRepeatsBitForBit) {
       }
   // On 132 SMs every run splits; a GPU with other SM counts splits at least the one-tile shapes.
   EXPECT_GE(split_runs, sms == 132 ? runs : 1) << split_runs << " of " << runs << " runs split the reduction";
+  const im2win::TileShape wide = im2win::TileShape::k128x128;
+  for (Layout layout : {Layout::kNCHW, Layout::kNHWC}) {
+    const Conv2dConfig cfg = config_from_row(shapes[4], layout, Conv2dAlgo::kOnChip);
+    const Conv2dGemmPlan plan = conv2d_gemm_plan(cfg, sms, &wide);
+    SCOPED_TRACE(testing::describe(cfg) + " tile 128x128, " + std::to_string(plan.ksplit.splits) + " splits");
+    if (sms == 132) EXPECT_GT(plan.ksplit.splits, 1);
+    expect_matches_reference(cfg, rng, &wide);
+    expect_reruns_bit_identical(cfg, rng, &wide);
+  }
 }
 
 TEST(Conv2dGpu, SplitKTailOfTheLastRoundMatchesReferenceAndRepeatsBitForBit) {

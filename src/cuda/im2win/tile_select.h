@@ -5,13 +5,17 @@
 // rounds of slots for a 256-thread shape whose last round is partial and unsplit:
 // busiest_sm_tiles); the tile area counts the padded columns a BN wider than N wastes. This one formula covers the wave
 // tail (conv11: 288 tiles of 128x128 on 132 SMs leave a third round to 24 SMs; 576 of 64x128
-// spread better), the tile efficiency on long GEMMs (128x128 reads the fewest operand bytes per
-// FMA), and small GEMMs (conv12: 100 tiles of 128x128, one round on 132 SMs, beat 200 of 64x128).
+// spread better), the tile efficiency on long GEMMs, and small GEMMs (one tile per SM or fewer).
 //
-// The rates are relative throughputs measured with every shape on a GEMM of ~12000 tiles
-// (conv8, H200) and depend on how the A stage is stored:
-//   - k-major A (NCHW and the scalar NHWC gather): 128x128 is fastest (128 registers, 2 blocks
-//     per SM); 64x128 gathers half the A elements per FMA of 128x64 and runs close to it.
+// The rates are relative throughputs measured with every shape on long GEMMs and depend on how
+// the A stage is stored:
+//   - k-major A (NCHW and the scalar NHWC gather): 64x128 is fastest. v6 measured 128x128 ahead
+//     on conv8 (H200); since the reduction table (v8) 64x128 has run ahead of it on the long
+//     k-major GEMMs timed (conv8 2.1%; eight 56^2-112^2 layers of 128-256 filters and C*R*S 27
+//     to 576 3.6-8.2% NCHW, up to 12% in the scalar NHWC gather; H100, docs/conv2d.md, v22).
+//     At these rates 128x128 cannot win by cost in either order (64x128 has at most twice its
+//     tiles per SM, at half the area); it stays a candidate for a rate measured otherwise.
+//     64x128 gathers half the A elements per FMA of 128x64 and runs ahead of that too.
 //   - pixel-major A (NHWC vector gather): the 256-thread 128x128 tile is the slowest of the three
 //     (capped at 128 registers it reads A as float2 pairs); the 128-thread tiles keep 3 blocks
 //     per SM at more registers.
@@ -40,7 +44,7 @@ inline int tile_rate_permille(TileShape t, AStageOrder order) {
   const bool k_major = order == AStageOrder::kKMajor;
   switch (t) {
     case TileShape::k128x128: return k_major ? 1000 : 920;
-    case TileShape::k64x128: return k_major ? 970 : 1000;
+    case TileShape::k64x128: return k_major ? 1020 : 1000;
     case TileShape::k128x64: return k_major ? 910 : 990;
     // Measured (tile sweep, N = 96 and 192 layers): 930-967 with the reduction table, ~915 with
     // the padded digit walk, ~927 pixel-major; one figure picks the fastest shape on all of them.
