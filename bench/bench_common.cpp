@@ -175,6 +175,16 @@ std::vector<Layer> load_layers(const Options& opt, std::string* error) {
   return layers;
 }
 
+bool load_layers_or_report(const std::string& path, std::vector<Layer>* layers) {
+  Options opt;
+  opt.layers_file = path;
+  std::string error;
+  *layers = load_layers(opt, &error);
+  if (error.empty()) return true;
+  std::fprintf(stderr, "%s\n", error.c_str());
+  return false;
+}
+
 Conv2dConfig make_config(const Layer& layer, int64_t batch, Precision precision, Layout layout) {
   Conv2dConfig cfg;
   cfg.problem.n = batch;

@@ -37,6 +37,8 @@ bool parse_options(int argc, char** argv, Options* opt, int* exit_code);
 
 // Reads the layer table (name,C,H,W,K,R,S,stride,pad; '#' comments) and keeps opt.layers.
 std::vector<Layer> load_layers(const Options& opt, std::string* error);
+// Every layer of a table file, for the dev tools: false, with the reason on stderr, when it cannot be read.
+bool load_layers_or_report(const std::string& path, std::vector<Layer>* layers);
 
 Conv2dConfig make_config(const Layer& layer, int64_t batch, Precision precision, Layout layout);
 

@@ -46,14 +46,8 @@ int main(int argc, char** argv) {
   const int64_t batch = argc > 2 ? std::atoll(argv[2]) : 128;
   const int iters = argc > 3 ? std::atoi(argv[3]) : 10;
   const bool selected_only = argc > 4 && std::string(argv[4]) == "selected";
-  bench::Options opt;
-  opt.layers_file = argv[1];
-  std::string error;
-  const std::vector<bench::Layer> layers = bench::load_layers(opt, &error);
-  if (!error.empty()) {
-    std::fprintf(stderr, "%s\n", error.c_str());
-    return 1;
-  }
+  std::vector<bench::Layer> layers;
+  if (!bench::load_layers_or_report(argv[1], &layers)) return 1;
   int sms = 0;  // the library's own device check, so the plans below are the ones it runs
   if (const Status st = cuda_check_device(&sms); !st.ok()) {
     std::fprintf(stderr, "%s\n", st.message().c_str());
