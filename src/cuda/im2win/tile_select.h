@@ -3,9 +3,10 @@
 // Predicted time of a shape = (tiles on the busiest SM) x (tile area) / (the shape's rate).
 // Tiles spread evenly over the SMs, so the busiest SM runs ceil(tiles / SMs) of them (whole
 // rounds of slots for a 256-thread shape whose last round is partial and unsplit:
-// busiest_sm_tiles); the tile area counts the padded columns a BN wider than N wastes. This one formula covers the wave
-// tail (conv11: 288 tiles of 128x128 on 132 SMs leave a third round to 24 SMs; 576 of 64x128
-// spread better), the tile efficiency on long GEMMs, and small GEMMs (one tile per SM or fewer).
+// busiest_sm_tiles); the tile area counts the padded columns a BN wider than N wastes. This one
+// formula covers the wave tail (conv11: 288 tiles of 128x128 on 132 SMs leave a third round to
+// 24 SMs; 576 of 64x128 spread better), the tile efficiency on long GEMMs, and small GEMMs (one
+// tile per SM or fewer).
 //
 // The rates are relative throughputs measured with every shape on long GEMMs and depend on how
 // the A stage is stored:
