@@ -1,0 +1,72 @@
+// Holds the tile rule (src/cuda/im2win/tile_select.h) to stored measurements: every shape of
+// layers chosen to stress it (partial rounds of slots, shallow reductions, the benchmark's wide
+// layers) timed by dev/cuda/conv_tile_sweep.cu on an H100 (tests/data/tile_sweeps/README.md).
+// Replayed through the rule of this source (bench/tile_sweep_replay.h), its picks must stay near
+// the fastest measured shape. A rule change that picks a split plan the sweeps did not time fails
+// here too: re-sweep those layers and store the new logs with the change.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tile_sweep_replay.h"
+
+namespace winconv::bench {
+namespace {
+
+constexpr int kSms = 132;  // the H100 the sweeps ran on
+
+struct StoredSweep {
+  const char* layers_csv;  // relative to the source root
+  int64_t batch;
+  std::vector<std::string> logs;  // in tests/data/tile_sweeps
+  double max_geomean, max_worst;  // pick / fastest
+};
+
+// The bounds sit a little above what the rule of v22 reaches (docs/conv2d.md): the rule before
+// v21 reached 1.028x in geometric mean on the tail set and 1.05x on the shallow reductions.
+const StoredSweep kSweeps[] = {
+    {"dev/cuda/sweep_tail_layers.csv", 128, {"tail_b128.txt"}, 1.01, 1.05},
+    {"dev/cuda/sweep_tail_layers.csv", 96, {"tail_b96.txt"}, 1.015, 1.15},
+    {"dev/cuda/sweep_tail_layers.csv", 64, {"tail_b64.txt"}, 1.01, 1.10},
+    {"dev/cuda/sweep_tail_layers.csv", 86, {"r50_3x3c_b86.txt"}, 1.01, 1.05},
+    {"dev/cuda/sweep_tail_layers.csv", 108, {"r50_3x3c_b108.txt"}, 1.04, 1.10},
+    {"dev/cuda/sweep_tail_layers.csv", 128, {"r50_3x3c_b128.txt"}, 1.01, 1.05},
+    {"dev/cuda/sweep_tail_layers.csv", 172, {"r50_3x3c_b172.txt"}, 1.01, 1.05},
+    {"dev/cuda/sweep_shallow_reduction_layers.csv", 128, {"shallow_reduction_b128.txt"}, 1.01, 1.05},
+    {"dev/cuda/sweep_shallow_layers.csv", 128, {"wide3x3_b128.txt"}, 1.01, 1.05},
+    {"bench/layers.csv", 128, {"bench_wide_n_b128.txt"}, 1.005, 1.02},
+};
+
+TEST(TileRuleReplay, PicksStayNearTheFastestMeasuredShape) {
+  const std::string root = WINCONV_SOURCE_DIR;
+  int total = 0;
+  for (const StoredSweep& sw : kSweeps) {
+    SCOPED_TRACE(std::string(sw.layers_csv) + " at batch " + std::to_string(sw.batch));
+    TileSweep sweep;
+    std::string error;
+    for (const std::string& log : sw.logs)
+      ASSERT_TRUE(read_tile_sweep(root + "/tests/data/tile_sweeps/" + log, &sweep, &error)) << error;
+    std::vector<Layer> layers;
+    ASSERT_TRUE(load_layers_or_report(root + "/" + sw.layers_csv, &layers));
+    ReplaySummary s;
+    for (const ReplayCase& c : replay_tile_rule(layers, sw.batch, kSms, sweep, &s))
+      EXPECT_TRUE(c.measured) << c.layer << " " << c.layout << ": the rule picks " << c.pick << "/" << c.plan
+                              << ", which the stored sweep did not time";
+    EXPECT_GT(s.cases, 0);
+    EXPECT_LE(s.geomean, sw.max_geomean);
+    EXPECT_LE(s.worst, sw.max_worst);
+    total += s.cases;
+  }
+  EXPECT_EQ(total, 104);  // every stored case replayed (none left out as direct or unmatched)
+}
+
+TEST(TileRuleReplay, ReadingAMissingSweepFails) {
+  TileSweep sweep;
+  std::string error;
+  EXPECT_FALSE(read_tile_sweep(std::string(WINCONV_SOURCE_DIR) + "/tests/data/tile_sweeps/none.txt", &sweep, &error));
+  EXPECT_NE(error.find("none.txt"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace winconv::bench
