@@ -22,7 +22,7 @@ TEST(TileSelect, LongGemmWithWideNTakes64x128WhenKMajor) {
   EXPECT_TILE(select_tile(1548800, 128, 576, kSms, kK), TileShape::k64x128);
 }
 
-TEST(TileSelect, The256ThreadTileNeverWinsAtTheseRates) {
+TEST(TileSelect, The128x128TileNeverWinsAtTheseRates) {
   // 64x128 has at most twice 128x128's tiles on the busiest SM, half the area, and the higher
   // rate in both A orders, and the partial-round charge only adds to 128x128: it cannot win by
   // cost (it stays a candidate so that a measured rate can bring it back).
@@ -120,7 +120,8 @@ TEST(TileSelect, PartialUnsplitRoundOfWideTilesCostsAWholeRound) {
   // 128x128 are 2.97 per SM but 1.48 rounds of its 264 slots; unsplit, the partial round ran as
   // long as a whole one (0.884 ms, against 0.654 for 784 tiles of 64x128). The same holds for
   // the 1x1 layer of that size (K = 1024), for a 5x5 layer of N = 100 (391 tiles) and for
-  // 128x96 (392 tiles of a 384-channel 3x3 layer at batch 64).
+  // 128x96 (392 tiles of a 384-channel 3x3 layer at batch 64). Since v22's rates 128x128 loses
+  // to 64x128 anyway; the 128x96 case is the one the charge decides.
   EXPECT_EQ(select_k_splits(25088, 256, 2304, TileShape::k128x128, kSms).splits, 1);
   EXPECT_TILE(select_tile(25088, 256, 2304, kSms, kK), TileShape::k64x128);
   EXPECT_TILE(select_tile(25088, 256, 1024, kSms, kK), TileShape::k64x128);
@@ -150,8 +151,8 @@ TEST(TileSelect, OtherSmCountsShiftTheTail) {
   // (three on the busiest of 132, where they are split 4 ways).
   EXPECT_EQ(busiest_sm_tiles(18432, 256, 2304, 144, TileShape::k128x128), 2);
   EXPECT_EQ(busiest_sm_tiles(18432, 256, 2304, kSms, TileShape::k128x128), 3);
-  // M = 4264, N = 192: 34 x 3 tiles of 128x64 are at most one per SM on either GPU, 67 x 2 of 64x128
-  // are two on 2 of 132 SMs but one on each of 144, so the pick follows the SM count.
+  // M = 4264, N = 192: 34 x 3 tiles of 128x64 are at most one per SM on either GPU; 67 x 2 of
+  // 64x128 are two on 2 of 132 SMs but one on each of 144, so the pick follows the SM count.
   EXPECT_TILE(select_tile(4264, 192, 2304, kSms, kK), TileShape::k128x64);
   EXPECT_TILE(select_tile(4264, 192, 2304, 144, kK), TileShape::k64x128);
 }
