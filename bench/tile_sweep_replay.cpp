@@ -5,7 +5,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "cuda/im2win/tile_select.h"
 
 namespace winconv::bench {
 
@@ -35,15 +34,6 @@ bool read_tile_sweep(const std::string& path, TileSweep* sweep, std::string* err
   return true;
 }
 
-namespace {
-
-std::string plan_name(const im2win::KSplit& ks) {
-  if (ks.splits <= 1) return "1";
-  return std::to_string(ks.splits) + (ks.head_tiles > 0 ? "t" : "");
-}
-
-}  // namespace
-
 std::vector<ReplayCase> replay_tile_rule(const std::vector<Layer>& layers, int64_t batch, int num_sms,
                                          const TileSweep& sweep, ReplaySummary* summary) {
   std::vector<ReplayCase> cases;
@@ -62,15 +52,13 @@ std::vector<ReplayCase> replay_tile_rule(const std::vector<Layer>& layers, int64
       }
       const Conv2dProblem pb = make_config(l, batch, Precision::kFP32, layout).problem;
       const int64_t m = pb.n * pb.p() * pb.q(), n = pb.k, k_gemm = pb.c * pb.r * pb.s;
-      // As conv2d_forward.cu: the NHWC vector gather (C % 4 == 0) stores A pixel-major.
-      const auto order = layout == Layout::kNHWC && pb.c % 4 == 0 ? im2win::AStageOrder::kPixelMajor
-                                                                   : im2win::AStageOrder::kKMajor;
+      const im2win::AStageOrder order = im2win::a_stage_order(layout == Layout::kNHWC, pb.c);
       const im2win::TileShape tile = im2win::select_tile(m, n, k_gemm, num_sms, order);
       ReplayCase c;
       c.layer = l.name;
       c.layout = layout_name;
       c.pick = im2win::tile_name(tile);
-      c.plan = plan_name(im2win::select_k_splits(m, n, k_gemm, tile, num_sms));
+      c.plan = split_plan_name(im2win::select_k_splits(m, n, k_gemm, tile, num_sms));
       c.fastest_ms = INFINITY;
       for (const auto& [name, t] : shapes)
         if (name != "direct" && t.ms < c.fastest_ms) c.fastest_ms = t.ms, c.fastest = name + "/" + t.plan;

@@ -12,11 +12,19 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "cuda/im2win/tile_select.h"
 
 namespace winconv::bench {
 
+// A split plan as the sweep prints it and the replay reads it: "1" unsplit, "4" every tile split
+// 4 ways, "4t" the tail split 4 ways after whole rounds unsplit.
+inline std::string split_plan_name(const im2win::KSplit& ks) {
+  if (ks.splits <= 1) return "1";
+  return std::to_string(ks.splits) + (ks.head_tiles > 0 ? "t" : "");
+}
+
 struct SweepTiming {
-  std::string plan;  // the sweep's splits column: "1", "4" (every tile split), "4t" (tail split)
+  std::string plan;  // the sweep's splits column (split_plan_name)
   double ms = 0;     // the fastest over the logs read
   bool selected = false;  // the library of the sweep's commit ran this one (its "*")
 };

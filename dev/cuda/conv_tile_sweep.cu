@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "tile_sweep_replay.h"  // split_plan_name, the splits column the replay reads
 #include "conv_dev_common.cuh"
 #include "cuda/conv2d_forward_tiled.h"
 #include "cuda/cuda_status.h"
@@ -110,10 +111,10 @@ int main(int argc, char** argv) {
         for (int i = 0; i < 2; ++i) run();
         const float ms = conv_dev::mean_ms(e0, e1, iters, run);
         const im2win::KSplit ks = direct ? im2win::KSplit{} : conv2d_gemm_plan(cfg, sms, &t).ksplit;
-        std::printf("%s %s %s %.4f %.2f %.2e %d%s %s %016llx\n", l.name.c_str(),
+        std::printf("%s %s %s %.4f %.2f %.2e %s %s %016llx\n", l.name.c_str(),
                     layout == Layout::kNCHW ? "nchw" : "nhwc", direct ? "direct" : im2win::tile_name(t), ms,
-                    cfg.problem.flops() / ms * 1e-9, num / (den > 0 ? den : 1), ks.splits,
-                    ks.head_tiles > 0 ? "t" : "", selected ? "*" : "-", static_cast<unsigned long long>(hash));
+                    cfg.problem.flops() / ms * 1e-9, num / (den > 0 ? den : 1), bench::split_plan_name(ks).c_str(),
+                    selected ? "*" : "-", static_cast<unsigned long long>(hash));
         std::fflush(stdout);
       }
       CHECK_CUDA(cudaFree(x)); CHECK_CUDA(cudaFree(w)); CHECK_CUDA(cudaFree(y));

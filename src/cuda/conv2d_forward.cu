@@ -120,8 +120,7 @@ Conv2dGemmPlan conv2d_gemm_plan(const Conv2dConfig& config, int num_sms, const i
               im2win::shallow_kernel_fits(shallow_params(pb, nullptr, nullptr, nullptr));
   g.m = pb.n * pb.p() * pb.q();
   g.n = pb.k;
-  g.a_order = config.layout == Layout::kNHWC && pb.c % 4 == 0 ? im2win::AStageOrder::kPixelMajor
-                                                                : im2win::AStageOrder::kKMajor;
+  g.a_order = im2win::a_stage_order(config.layout == Layout::kNHWC, pb.c);
   g.table = reduction_table_kind(pb, algo, g.a_order);
   const int64_t k_gemm = pb.c * pb.r * pb.s;
   g.tile = tile_override ? *tile_override : im2win::select_tile(g.m, g.n, k_gemm, num_sms > 0 ? num_sms : 1, g.a_order);

@@ -35,6 +35,12 @@ namespace winconv::im2win {
 // How the GEMM kernel stores its A (window) stage in shared memory.
 enum class AStageOrder { kKMajor, kPixelMajor };
 
+// NHWC with C % 4 == 0 takes the vector gather (16-byte channel copies into a pixel-major stage);
+// NCHW and the scalar NHWC gather stage A k-major.
+inline AStageOrder a_stage_order(bool nhwc, int64_t channels) {
+  return nhwc && channels % 4 == 0 ? AStageOrder::kPixelMajor : AStageOrder::kKMajor;
+}
+
 // The GEMM's tile grid: rows along M, columns along N.
 inline int64_t tile_rows(int64_t m, TileShape t) { return (m + tile_bm(t) - 1) / tile_bm(t); }
 inline int64_t tile_cols(int64_t n, TileShape t) { return (n + tile_bn(t) - 1) / tile_bn(t); }
@@ -200,8 +206,11 @@ inline TileShape select_tile(int64_t m, int64_t n, int64_t k_gemm, int num_sms, 
   if (n <= 32) return TileShape::k128x32;
   if (n <= 64) return TileShape::k128x64;
   TileShape best = TileShape::k128x128;
-  for (TileShape t : {TileShape::k64x128, TileShape::k128x64, TileShape::k128x96})
-    if (tile_cost(m, n, k_gemm, num_sms, t, order) < tile_cost(m, n, k_gemm, num_sms, best, order)) best = t;
+  double best_cost = tile_cost(m, n, k_gemm, num_sms, best, order);
+  for (TileShape t : {TileShape::k64x128, TileShape::k128x64, TileShape::k128x96}) {
+    const double cost = tile_cost(m, n, k_gemm, num_sms, t, order);
+    if (cost < best_cost) best = t, best_cost = cost;
+  }
   return best;
 }
 
