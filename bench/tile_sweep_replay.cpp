@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cuda/im2win/shallow_select.h"
 
 namespace winconv::bench {
 
@@ -45,23 +46,27 @@ std::vector<ReplayCase> replay_tile_rule(const std::vector<Layer>& layers, int64
       const auto it = sweep.find({l.name, layout_name});
       if (it == sweep.end()) continue;
       const auto& shapes = it->second;
-      // Where the library ran the direct kernel, the GEMM's pick does not run.
-      if (const auto d = shapes.find("direct"); d != shapes.end() && d->second.selected) {
-        ++s.direct;
-        continue;
-      }
       const Conv2dProblem pb = make_config(l, batch, Precision::kFP32, layout).problem;
-      const int64_t m = pb.n * pb.p() * pb.q(), n = pb.k, k_gemm = pb.c * pb.r * pb.s;
-      const im2win::AStageOrder order = im2win::a_stage_order(layout == Layout::kNHWC, pb.c);
-      const im2win::TileShape tile = im2win::select_tile(m, n, k_gemm, num_sms, order);
       ReplayCase c;
       c.layer = l.name;
       c.layout = layout_name;
-      c.pick = im2win::tile_name(tile);
-      c.plan = split_plan_name(im2win::select_k_splits(m, n, k_gemm, tile, num_sms));
+      // The library's choice with on-chip windows: the direct kernel (its rule, shallow_select.h)
+      // or the GEMM's tile and split plan.
+      if (im2win::shallow_direct_selected(layout == Layout::kNCHW, true, pb.c, pb.r, pb.s, pb.stride_w, pb.k)) {
+        c.pick = "direct";
+        c.plan = split_plan_name(im2win::KSplit{});
+        ++s.direct;
+      } else {
+        const int64_t m = pb.n * pb.p() * pb.q(), n = pb.k, k_gemm = pb.c * pb.r * pb.s;
+        const im2win::AStageOrder order = im2win::a_stage_order(layout == Layout::kNHWC, pb.c);
+        const im2win::TileShape tile = im2win::select_tile(m, n, k_gemm, num_sms, order);
+        c.pick = im2win::tile_name(tile);
+        c.plan = split_plan_name(im2win::select_k_splits(m, n, k_gemm, tile, num_sms));
+      }
+      // The fastest of everything the sweep timed, the direct kernel included.
       c.fastest_ms = INFINITY;
       for (const auto& [name, t] : shapes)
-        if (name != "direct" && t.ms < c.fastest_ms) c.fastest_ms = t.ms, c.fastest = name + "/" + t.plan;
+        if (t.ms < c.fastest_ms) c.fastest_ms = t.ms, c.fastest = name + "/" + t.plan;
       const auto pick = shapes.find(c.pick);
       c.measured = pick != shapes.end() && pick->second.plan == c.plan;
       if (c.measured) {

@@ -1,7 +1,8 @@
-// Replays the FP32 GEMM's tile rule (src/cuda/im2win/tile_select.h, host code) against stored
-// tile sweeps (dev/cuda/conv_tile_sweep.cu output, every shape timed): for each layer and layout,
-// the shape and split plan the rule picks now, the time the sweep measured for that shape with
-// that plan, and the fastest GEMM shape of the sweep. Used by dev/cpu/tile_rule_replay.cpp and
+// Replays the FP32 kernel rules (the direct kernel's, src/cuda/im2win/shallow_select.h, and the
+// GEMM's tile rule, tile_select.h; host code) against stored tile sweeps
+// (dev/cuda/conv_tile_sweep.cu output, every shape and the direct kernel timed): for each layer
+// and layout, the kernel, shape and split plan the rules pick now, the time the sweep measured
+// for that pick, and the fastest variant of the sweep. Used by dev/cpu/tile_rule_replay.cpp and
 // by the test that holds the rule to the stored sweeps (tests/data/tile_sweeps).
 #pragma once
 
@@ -36,14 +37,14 @@ using TileSweep = std::map<std::pair<std::string, std::string>, std::map<std::st
 bool read_tile_sweep(const std::string& path, TileSweep* sweep, std::string* error);
 
 struct ReplayCase {
-  std::string layer, layout, pick, plan;  // the rule's shape and split plan now
+  std::string layer, layout, pick, plan;  // the rules' shape ("direct": the direct kernel) and split plan now
   bool measured = false;                  // the sweep timed the pick with this plan
   double pick_ms = 0, fastest_ms = 0;
   std::string fastest;  // "shape/plan"
 };
 
 struct ReplaySummary {
-  int cases = 0, fastest = 0, unmeasured = 0, direct = 0;  // direct: the library ran the direct kernel
+  int cases = 0, fastest = 0, unmeasured = 0, direct = 0;  // direct: picks of the direct kernel
   double geomean = 1, worst = 1;                             // pick / fastest over the measured cases
 };
 

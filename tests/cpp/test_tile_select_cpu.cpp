@@ -157,6 +157,26 @@ TEST(TileSelect, OtherSmCountsShiftTheTail) {
   EXPECT_TILE(select_tile(4264, 192, 2304, 144, kK), TileShape::k64x128);
 }
 
+TEST(TileSelect, ShallowReductionsChargeTheRowsEachShapeComputes) {
+  // The k-major 32- and 64-wide tiles stop after the real rows of the last step; the others
+  // compute whole 16-deep steps, and the pixel-major stage always does.
+  EXPECT_EQ(tile_reduction_rows(18, TileShape::k128x64, kK), 18);
+  EXPECT_EQ(tile_reduction_rows(18, TileShape::k128x32, kK), 18);
+  EXPECT_EQ(tile_reduction_rows(18, TileShape::k128x96, kK), 32);
+  EXPECT_EQ(tile_reduction_rows(18, TileShape::k64x128, kK), 32);
+  EXPECT_EQ(tile_reduction_rows(18, TileShape::k128x64, kPix), 32);
+  EXPECT_EQ(tile_reduction_rows(576, TileShape::k128x96, kK), 576);
+  // 160 filters on a 2-channel 3x3 (C*R*S = 18, batch 32, 96^2): 128x64 ran 1.39x faster than
+  // 128x96, which the rule took when it charged no rows (H100, sweep_wide_shallow_layers.csv).
+  EXPECT_TILE(select_tile(32 * 96 * 96, 160, 18, kSms, kK), TileShape::k128x64);
+  // 128 filters on a 1-channel 3x3 (9 rows, one step): 128x64 1.14x ahead of 64x128.
+  EXPECT_TILE(select_tile(128 * 128 * 128, 128, 9, kSms, kK), TileShape::k128x64);
+  // A 3-channel 3x3 (27 rows) keeps 64x128 (1.08x ahead of 128x64 in the scalar NHWC gather,
+  // level in NCHW); 160 filters at a whole number of steps keep 128x96 (192 columns for 160).
+  EXPECT_TILE(select_tile(32 * 112 * 112, 128, 27, kSms, kK), TileShape::k64x128);
+  EXPECT_TILE(select_tile(32 * 96 * 96, 160, 576, kSms, kK), TileShape::k128x96);
+}
+
 TEST(KSplit, NoSplitWhenTheTilesFillTheGpu) {
   // conv8-like: thousands of tiles.
   const KSplit ks = select_k_splits(1548800, 128, 576, TileShape::k128x128, kSms);
@@ -298,16 +318,20 @@ TEST(KSplit, PredictedTieTakesTheFewerSplits) {
 
 TEST(ShallowSelect, TakesShallowNarrowNchwOnChipLayersOnly) {
   // Arguments: NCHW, on-chip windows, C, R, S, horizontal stride, filters.
-  // Overlapping rows at stride 1: 3x3 stems of 8 to 64 filters (conv7), reductions up to 64.
+  // Overlapping rows at stride 1: 3x3 stems of 8 to 96 filters (conv7), reductions up to 64, of
+  // at most 49 rows beyond 64 filters.
   EXPECT_TRUE(shallow_direct_selected(true, true, 3, 3, 3, 1, 16));
   EXPECT_TRUE(shallow_direct_selected(true, true, 3, 3, 3, 1, 64));
+  EXPECT_TRUE(shallow_direct_selected(true, true, 3, 3, 3, 1, 96));
+  EXPECT_FALSE(shallow_direct_selected(true, true, 3, 3, 3, 1, 97));   // the GEMM
   EXPECT_TRUE(shallow_direct_selected(true, true, 7, 3, 3, 1, 64));    // 63 deep
-  EXPECT_TRUE(shallow_direct_selected(true, true, 1, 7, 7, 1, 64));    // 49 deep
+  EXPECT_FALSE(shallow_direct_selected(true, true, 7, 3, 3, 1, 65));
+  EXPECT_TRUE(shallow_direct_selected(true, true, 1, 7, 7, 1, 96));    // 49 deep
   EXPECT_TRUE(shallow_direct_selected(true, true, 4, 4, 4, 1, 64));    // 64 deep
   EXPECT_TRUE(shallow_direct_selected(true, true, 1, 1, 1, 1, 1));
-  EXPECT_FALSE(shallow_direct_selected(true, true, 3, 3, 3, 1, 65));   // the GEMM
-  // Overlapping rows at stride 2: 64 filters up to 48 deep, 32 beyond; stride 4: 32.
-  EXPECT_TRUE(shallow_direct_selected(true, true, 3, 3, 3, 2, 64));
+  // Overlapping rows at stride 2: 96 filters up to 48 deep, 32 beyond; stride 4: 32.
+  EXPECT_TRUE(shallow_direct_selected(true, true, 3, 3, 3, 2, 96));
+  EXPECT_FALSE(shallow_direct_selected(true, true, 3, 3, 3, 2, 97));
   EXPECT_TRUE(shallow_direct_selected(true, true, 2, 4, 4, 2, 64));
   EXPECT_FALSE(shallow_direct_selected(true, true, 6, 3, 3, 2, 64));   // 54 deep
   EXPECT_TRUE(shallow_direct_selected(true, true, 6, 3, 3, 2, 32));
@@ -335,9 +359,12 @@ TEST(ShallowSelect, TakesShallowNarrowNchwOnChipLayersOnly) {
 
 // The filter counts the rule gives, on each side of its thresholds.
 TEST(ShallowSelect, MaxFiltersByOverlapStrideAndDepth) {
-  EXPECT_EQ(shallow_max_filters(3, 3, 3, 1), kShallowMaxFilters);
-  EXPECT_EQ(shallow_max_filters(3, 3, 3, 2), kShallowMaxFilters);
-  EXPECT_EQ(shallow_max_filters(3, 4, 4, 2), kShallowMaxFilters);   // 48 deep
+  EXPECT_EQ(shallow_max_filters(3, 3, 3, 1), kShallowWideMaxFilters);
+  EXPECT_EQ(shallow_max_filters(1, 7, 7, 1), kShallowWideMaxFilters);  // 49 deep
+  EXPECT_EQ(shallow_max_filters(2, 5, 5, 1), kShallowMaxFilters);      // 50 deep
+  EXPECT_EQ(shallow_max_filters(4, 4, 4, 1), kShallowMaxFilters);      // 64 deep
+  EXPECT_EQ(shallow_max_filters(3, 3, 3, 2), kShallowWideMaxFilters);
+  EXPECT_EQ(shallow_max_filters(3, 4, 4, 2), kShallowWideMaxFilters);  // 48 deep
   EXPECT_EQ(shallow_max_filters(1, 7, 7, 2), kShallowNarrowMaxFilters);  // 49 deep
   EXPECT_EQ(shallow_max_filters(3, 3, 3, 3), kShallowSideBySideMaxFilters);  // 3 wide at stride 3
   EXPECT_EQ(shallow_max_filters(1, 5, 5, 3), kShallowNarrowMaxFilters);  // overlapping at stride 3

@@ -19,8 +19,15 @@
 //     ahead everywhere else measured: 0.64-0.98 at 64 filters (2x2 stride 2, 3x3 stride 3, 4x4
 //     stride 4), 0.68-0.95 at 32 (1 x 1 of 16 and 32 channels, 4x4 stride 4), 0.79 for 16
 //     filters of a 64-channel 1 x 1.
+//   - wider layers (dev/cuda/sweep_wide_shallow_layers.csv, batches 32 and 128): 80 and 96
+//     filters 1.09-1.39 at stride 1 (3-channel 3x3, 1-channel 7x7, 49 deep), 1.02 at stride 2
+//     (3-channel 3x3); at 128 filters and more the GEMM is level or ahead (0.94-1.04 on 3x3 layers
+//     of 1 and 3 channels and at 192-384 filters, 0.79-0.89 at 45-64 deep), except 1.09-1.12
+//     for a 1-channel 5x5 and 1.23-1.33 for 160 filters (the GEMM's tiles pad 160 to 192), not
+//     taken on one layer each.
 // The rule takes the kernel where those measurements put it ahead, and nowhere untimed beyond
-// them: strides of 3 or more, and reductions of 49-64 at stride 2, keep v15's 32 filters.
+// them: strides of 3 or more, and reductions of 49-64 at stride 2, keep v15's 32 filters;
+// 65-96 filters only where the wider layers were timed (stride 1 to 49 deep, stride 2 to 48).
 #pragma once
 
 #include <cstdint>
@@ -29,8 +36,11 @@ namespace winconv::im2win {
 
 // The largest reduction C*R*S the kernel holds (its shared filter slice and tap table).
 constexpr int64_t kShallowMaxDepth = 64;
-// Windows that overlap along the row: kShallowMaxFilters at stride 1, and at stride 2 on
-// reductions of at most kShallowStrideTwoMaxDepth; kShallowNarrowMaxFilters otherwise.
+// Windows that overlap along the row: kShallowWideMaxFilters at stride 1 on reductions of at most
+// kShallowWideMaxDepth and at stride 2 on reductions of at most kShallowStrideTwoMaxDepth;
+// kShallowMaxFilters on the deeper ones at stride 1; kShallowNarrowMaxFilters otherwise.
+constexpr int64_t kShallowWideMaxFilters = 96;
+constexpr int64_t kShallowWideMaxDepth = 49;
 constexpr int64_t kShallowMaxFilters = 64;
 constexpr int64_t kShallowStrideTwoMaxDepth = 48;
 constexpr int64_t kShallowNarrowMaxFilters = 32;
@@ -46,7 +56,8 @@ inline int64_t shallow_max_filters(int64_t c, int64_t r, int64_t s, int64_t stri
   const int64_t depth = c * r * s;
   if (depth > kShallowMaxDepth) return 0;
   if (s > stride_w) {
-    if (stride_w == 1 || (stride_w == 2 && depth <= kShallowStrideTwoMaxDepth)) return kShallowMaxFilters;
+    if (stride_w == 1) return depth <= kShallowWideMaxDepth ? kShallowWideMaxFilters : kShallowMaxFilters;
+    if (stride_w == 2 && depth <= kShallowStrideTwoMaxDepth) return kShallowWideMaxFilters;
     return kShallowNarrowMaxFilters;
   }
   if (depth <= kShallowSideBySideDeep32) return kShallowNarrowMaxFilters;

@@ -1,9 +1,11 @@
 // The tile-shape rule for the FP32 im2win GEMM (docs/conv2d.md, "Tile selection rule").
 //
-// Predicted time of a shape = (tiles on the busiest SM) x (tile area) / (the shape's rate).
+// Predicted time of a shape = (tiles on the busiest SM) x (tile area) x (reduction rows a tile
+// computes + its fixed work) / (the shape's rate).
 // Tiles spread evenly over the SMs, so the busiest SM runs ceil(tiles / SMs) of them (whole
 // rounds of slots for a 256-thread shape whose last round is partial and unsplit:
-// busiest_sm_tiles); the tile area counts the padded columns a BN wider than N wastes. This one
+// busiest_sm_tiles); the tile area counts the padded columns a BN wider than N wastes, the rows
+// the padded rows of a last reduction step that a shape computes (tile_reduction_rows). This one
 // formula covers the wave tail (conv11: 288 tiles of 128x128 on 132 SMs leave a third round to
 // 24 SMs; 576 of 64x128 spread better), the tile efficiency on long GEMMs, and small GEMMs (one
 // tile per SM or fewer).
@@ -191,10 +193,29 @@ inline int64_t busiest_sm_tiles(int64_t m, int64_t n, int64_t k_gemm, int num_sm
   return (tiles + num_sms - 1) / num_sms;
 }
 
+// The reduction rows a tile of shape t multiplies for a depth of k_gemm. The k-major tiles of at
+// most 64 columns stop their last BK-deep step after the real rows (the kernel's partial-step
+// loop, conv_fp32_simt_kernel.cuh); the others multiply whole steps, zero rows included. Only
+// shallow reductions feel it: at C*R*S = 18 (2-channel 3x3) the wider shapes compute 32 rows
+// for 18, and the rule without it took 128x96 for 160 filters, 1.39x slower than 128x64 (H100,
+// batch 128; docs/conv2d.md, v23).
+inline int64_t tile_reduction_rows(int64_t k_gemm, TileShape t, AStageOrder order) {
+  if (order == AStageOrder::kKMajor && tile_bn(t) <= 64) return k_gemm;
+  return (k_gemm + kBK - 1) / kBK * kBK;
+}
+
+// A tile's fixed work (pipeline fill, the epilogue's pass through shared memory and its stores),
+// in reduction rows of the tile's FMAs. Fitted on the shallow layers of
+// dev/cuda/sweep_wide_shallow_layers.csv (C*R*S 9 to 75, 80-384 filters): every value from 16 to
+// 32 gives the same picks there (1.007x the fastest shape in geometric mean), 14 and below keep
+// two of the 1.14x losses, 64 brings back the 1-channel 3x3's (1.14x).
+constexpr int64_t kTileFixedRows = 24;
+
 // Predicted time of the GEMM (m x n, reduction depth k_gemm) with this shape, in units of
 // FMA-area over rate (only comparisons between shapes of one problem mean anything).
 inline double tile_cost(int64_t m, int64_t n, int64_t k_gemm, int num_sms, TileShape t, AStageOrder order) {
-  return double(busiest_sm_tiles(m, n, k_gemm, num_sms, t)) * double(tile_bm(t) * tile_bn(t)) /
+  const int64_t rows = tile_reduction_rows(k_gemm, t, order) + kTileFixedRows;
+  return double(busiest_sm_tiles(m, n, k_gemm, num_sms, t)) * double(tile_bm(t) * tile_bn(t)) * double(rows) /
          double(tile_rate_permille(t, order));
 }
 
