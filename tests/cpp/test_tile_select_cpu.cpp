@@ -97,22 +97,54 @@ TEST(TileSelect, UnderfilledGpuTakesTheSmallestArea) {
   EXPECT_TILE(select_tile(392, 512, 4608, kSms, kPix), TileShape::k64x128);
 }
 
+// A shape's split plan and its predicted time at the shape's rate (the small-GEMM rule's measure).
+double plan_ns(int64_t m, int64_t n, int64_t k, TileShape t, AStageOrder o, int sms = kSms) {
+  const KSplit ks = select_k_splits(m, n, k, t, sms);
+  return k_split_cost_ns(m, n, int((k + kBK - 1) / kBK), t, sms, ks, tile_rate_permille(t, o) / 1000.0);
+}
+
 TEST(TileSelect, ChoiceIsNeverPredictedSlowerThanAnotherShape) {
-  // N <= 64 bypasses the model (NarrowNNeverPaysForAWideTile); small M makes the model's
-  // under-filled regime likely.
+  // N <= 64 bypasses the model (NarrowNNeverPaysForAWideTile); small M makes the small-GEMM rule
+  // likely, which minimises each shape's predicted plan time (the 32-wide tile among them)
+  // instead of the unsplit cost.
   std::mt19937 rng(11);
   std::uniform_int_distribution<int64_t> m_dist(1, 40000);
   std::uniform_int_distribution<int64_t> n_dist(65, 2048);
   std::uniform_int_distribution<int64_t> k_dist(1, 8192);
+  int small = 0, large = 0;
   for (int i = 0; i < 20000; ++i) {
     const int64_t m = m_dist(rng), n = n_dist(rng), k = k_dist(rng);
+    const bool small_gemm = tile_count(m, n, TileShape::k64x128) < kSms;
+    ++(small_gemm ? small : large);
     for (AStageOrder o : {kK, kPix}) {
       const TileShape t = select_tile(m, n, k, kSms, o);
-      for (TileShape other : {TileShape::k128x128, TileShape::k64x128, TileShape::k128x64, TileShape::k128x96})
-        ASSERT_LE(tile_cost(m, n, k, kSms, t, o), tile_cost(m, n, k, kSms, other, o))
-            << "m " << m << " n " << n << ": " << tile_name(t) << " vs " << tile_name(other);
+      for (TileShape other : {TileShape::k128x128, TileShape::k64x128, TileShape::k128x64, TileShape::k128x96,
+                              TileShape::k128x32}) {
+        if (small_gemm)
+          ASSERT_LE(plan_ns(m, n, k, t, o), plan_ns(m, n, k, other, o))
+              << "m " << m << " n " << n << " k " << k << ": " << tile_name(t) << " vs " << tile_name(other);
+        else if (other != TileShape::k128x32)
+          ASSERT_LE(tile_cost(m, n, k, kSms, t, o), tile_cost(m, n, k, kSms, other, o))
+              << "m " << m << " n " << n << " k " << k << ": " << tile_name(t) << " vs " << tile_name(other);
+      }
+      ASSERT_NE(t, TileShape::k128x16);
+      if (!small_gemm) ASSERT_NE(t, TileShape::k128x32);
     }
   }
+  EXPECT_GT(small, 500);  // both regimes drawn often
+  EXPECT_GT(large, 500);
+}
+
+TEST(TileSelect, SmallGemmsChooseTheShapeWithItsSplitPlan) {
+  // A 1x1 layer of 2048 channels at batch 1 (49 pixels, 512 filters): 4 tiles of 64x128, split 4
+  // ways, ran 0.052 ms; 16 tiles of 128x32, split 4 ways, 0.042 (H100, sweep_layers.csv).
+  EXPECT_TILE(select_tile(49, 512, 2048, kSms, kK), TileShape::k128x32);
+  EXPECT_EQ(select_k_splits(49, 512, 2048, TileShape::k128x32, kSms).splits, 4);
+  // A 64-filter 1x1 layer of 256 channels at batch 1 (3136 pixels): 25 tiles of 128x64 were split
+  // 2 ways (0.0213 ms); 100 of 128x32 run unsplit (0.0177).
+  EXPECT_TILE(select_tile(3136, 64, 256, kSms, kK), TileShape::k128x32);
+  // The same layer at batch 8 has 196 tiles of 128x64: not a small GEMM, N <= 64 keeps 128x64.
+  EXPECT_TILE(select_tile(8 * 3136, 64, 256, kSms, kK), TileShape::k128x64);
 }
 
 TEST(TileSelect, PartialUnsplitRoundOfWideTilesCostsAWholeRound) {
@@ -152,9 +184,12 @@ TEST(TileSelect, OtherSmCountsShiftTheTail) {
   EXPECT_EQ(busiest_sm_tiles(18432, 256, 2304, 144, TileShape::k128x128), 2);
   EXPECT_EQ(busiest_sm_tiles(18432, 256, 2304, kSms, TileShape::k128x128), 3);
   // M = 4264, N = 192: 34 x 3 tiles of 128x64 are at most one per SM on either GPU; 67 x 2 of
-  // 64x128 are two on 2 of 132 SMs but one on each of 144, so the pick follows the SM count.
+  // 64x128 are two on 2 of 132 SMs, so 128x64 wins there. On 144 SMs every wide shape leaves SMs
+  // idle, and the small-GEMM rule weighs the shapes with their split plans.
   EXPECT_TILE(select_tile(4264, 192, 2304, kSms, kK), TileShape::k128x64);
-  EXPECT_TILE(select_tile(4264, 192, 2304, 144, kK), TileShape::k64x128);
+  const TileShape t144 = select_tile(4264, 192, 2304, 144, kK);
+  for (TileShape other : {TileShape::k64x128, TileShape::k128x64, TileShape::k128x96, TileShape::k128x32})
+    EXPECT_LE(plan_ns(4264, 192, 2304, t144, kK, 144), plan_ns(4264, 192, 2304, other, kK, 144)) << tile_name(other);
 }
 
 TEST(TileSelect, ShallowReductionsChargeTheRowsEachShapeComputes) {

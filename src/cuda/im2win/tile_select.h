@@ -7,8 +7,10 @@
 // busiest_sm_tiles); the tile area counts the padded columns a BN wider than N wastes, the rows
 // the padded rows of a last reduction step that a shape computes (tile_reduction_rows). This one
 // formula covers the wave tail (conv11: 288 tiles of 128x128 on 132 SMs leave a third round to
-// 24 SMs; 576 of 64x128 spread better), the tile efficiency on long GEMMs, and small GEMMs (one
-// tile per SM or fewer).
+// 24 SMs; 576 of 64x128 spread better) and the tile efficiency on long GEMMs. The shape it picks
+// is then split along the reduction where its tiles leave SMs idle (select_k_splits).
+// Small GEMMs, whose every wide shape has fewer tiles than there are SMs (batch 1 and 8 layers),
+// take the shape and its split plan together instead (select_small_gemm_tile, v24).
 //
 // The rates are relative throughputs measured with every shape on long GEMMs and depend on how
 // the A stage is stored:
@@ -22,10 +24,9 @@
 //   - pixel-major A (NHWC vector gather): the 256-thread 128x128 tile is the slowest of the three
 //     (capped at 128 registers it reads A as float2 pairs); the 128-thread tiles keep 3 blocks
 //     per SM at more registers.
-// When every shape leaves SMs idle (one tile per SM or fewer), the smallest area wins: each
-// block runs alone and its time follows its tile area.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <initializer_list>
 
@@ -118,19 +119,24 @@ inline double sm_share_rate(int64_t resident_warps) {
 }
 
 // Predicted time in ns of one launch of `blocks` tiles of shape t, each `steps` BK-deep steps.
-inline double gemm_launch_ns(int64_t blocks, int steps, TileShape t, int num_sms) {
+// shape_rate: the shape's throughput relative to kSmFlopsPerNs (1 where only plans of one shape
+// are compared).
+inline double gemm_launch_ns(int64_t blocks, int steps, TileShape t, int num_sms, double shape_rate = 1.0) {
   if (blocks <= 0) return 0.0;
   const int64_t busiest = (blocks + num_sms - 1) / num_sms;
-  const double rate = kSmFlopsPerNs * sm_share_rate(busiest * (tile_threads(t) / 32));
+  const double rate = kSmFlopsPerNs * shape_rate * sm_share_rate(busiest * (tile_threads(t) / 32));
   return double(busiest) * steps * (2.0 * tile_bm(t) * tile_bn(t) * kBK) / rate;
 }
 
 // Predicted time in ns of the GEMM (m x n, k_tiles BK-deep steps) with these splits.
-inline double k_split_cost_ns(int64_t m, int64_t n, int k_tiles, TileShape t, int num_sms, const KSplit& ks) {
+inline double k_split_cost_ns(int64_t m, int64_t n, int k_tiles, TileShape t, int num_sms, const KSplit& ks,
+                              double shape_rate = 1.0) {
   const int64_t tiles = tile_count(m, n, t);
-  if (ks.splits <= 1) return gemm_launch_ns(tiles, k_tiles, t, num_sms);
-  const double head = ks.head_tiles > 0 ? gemm_launch_ns(ks.head_tiles, k_tiles, t, num_sms) + kLaunchNs : 0.0;
-  const double split = gemm_launch_ns((tiles - ks.head_tiles) * ks.splits, ks.tiles_per_split, t, num_sms);
+  if (ks.splits <= 1) return gemm_launch_ns(tiles, k_tiles, t, num_sms, shape_rate);
+  const double head =
+      ks.head_tiles > 0 ? gemm_launch_ns(ks.head_tiles, k_tiles, t, num_sms, shape_rate) + kLaunchNs : 0.0;
+  const double split =
+      gemm_launch_ns((tiles - ks.head_tiles) * ks.splits, ks.tiles_per_split, t, num_sms, shape_rate);
   const double reduce = 8.0 * ks.splits * double(m - ks.m_begin) * double(n) / kPartialBytesPerNs + kLaunchNs;
   return head + split + reduce;
 }
@@ -219,12 +225,36 @@ inline double tile_cost(int64_t m, int64_t n, int64_t k_gemm, int num_sms, TileS
          double(tile_rate_permille(t, order));
 }
 
+// Small GEMMs, whose tiles leave SMs idle in every wide shape (v24): the shape and its split
+// plan are chosen together, each shape's plan (select_k_splits) predicted at the shape's rate
+// (k_split_cost_ns), where the rule for large GEMMs picks the shape as if unsplit and then splits
+// it. The 32-wide tile is a candidate here: narrower tiles are more blocks for the idle SMs (a 1x1
+// layer of 2048 channels at batch 1, 49 pixels x 512 filters, ran 128x32 split 4 ways in 0.042 ms
+// against 64x128's 0.052). The 16-wide tile is not: the model, which does not see the A gathers
+// that each of N / 16 column tiles repeats, took it on layers where 128x32 was 1.05-1.40x faster
+// (sweep_layers.csv at batch 1, H100; docs/conv2d.md, v24).
+inline TileShape select_small_gemm_tile(int64_t m, int64_t n, int64_t k_gemm, int num_sms, AStageOrder order) {
+  const int k_tiles = int((k_gemm + kBK - 1) / kBK);
+  TileShape best = TileShape::k64x128;
+  double best_ns = INFINITY;
+  for (TileShape t : {TileShape::k64x128, TileShape::k128x64, TileShape::k128x128, TileShape::k128x96,
+                      TileShape::k128x32}) {
+    const KSplit ks = select_k_splits(m, n, k_gemm, t, num_sms);
+    const double ns = k_split_cost_ns(m, n, k_tiles, t, num_sms, ks, tile_rate_permille(t, order) / 1000.0);
+    if (ns < best_ns) best = t, best_ns = ns;
+  }
+  return best;
+}
+
 inline TileShape select_tile(int64_t m, int64_t n, int64_t k_gemm, int num_sms, AStageOrder order) {
   // N <= 64: a BN = 128 tile is at least half padding (N <= 32: a BN = 64 one; N <= 16: a BN = 32
   // one). The cost model charges that only through the tile count, which stops counting once
   // every tile runs alone on its SM.
   if (n <= 16) return TileShape::k128x16;
   if (n <= 32) return TileShape::k128x32;
+  // The wide shape of the most tiles (64x128; 128x64 at N <= 64) leaves SMs idle: a small GEMM.
+  if (tile_count(m, n, n <= 64 ? TileShape::k128x64 : TileShape::k64x128) < num_sms)
+    return select_small_gemm_tile(m, n, k_gemm, num_sms, order);
   if (n <= 64) return TileShape::k128x64;
   TileShape best = TileShape::k128x128;
   double best_cost = tile_cost(m, n, k_gemm, num_sms, best, order);
