@@ -59,10 +59,11 @@ inline int tile_rate_permille(TileShape t, AStageOrder order) {
     // Measured (tile sweep, N = 96 and 192 layers): 930-967 with the reduction table, ~915 with
     // the padded digit walk, ~927 pixel-major; one figure picks the fastest shape on all of them.
     case TileShape::k128x96: return 950;
-    // Chosen by N alone (select_tile), not by cost; measured on conv8 (N = 128) against 128x128
-    // (k-major) and 64x128 (pixel-major), it is not a candidate wherever N > 32 (docs/conv2d.md, v13).
+    // Chosen by N alone (N <= 32), and a candidate of small GEMMs only (select_small_gemm_tile):
+    // measured on conv8 (N = 128) against 128x128 (k-major) and 64x128 (pixel-major), it is not a
+    // candidate of the long-GEMM cost (docs/conv2d.md, v13).
     case TileShape::k128x32: return k_major ? 780 : 830;
-    // Chosen by N alone as well (N <= 16); not a cost candidate.
+    // Chosen by N alone (N <= 16); not a cost candidate.
     case TileShape::k128x16: return k_major ? 700 : 740;
   }
   return 1;
@@ -231,8 +232,8 @@ inline double tile_cost(int64_t m, int64_t n, int64_t k_gemm, int num_sms, TileS
 // it. The 32-wide tile is a candidate here: narrower tiles are more blocks for the idle SMs (a 1x1
 // layer of 2048 channels at batch 1, 49 pixels x 512 filters, ran 128x32 split 4 ways in 0.042 ms
 // against 64x128's 0.052). The 16-wide tile is not: the model, which does not see the A gathers
-// that each of N / 16 column tiles repeats, took it on layers where 128x32 was 1.05-1.40x faster
-// (sweep_layers.csv at batch 1, H100; docs/conv2d.md, v24).
+// that each of N / 16 column tiles repeats, took it on layers where other shapes were 1.05-1.40x
+// faster (sweep_layers.csv at batch 1, H100; docs/conv2d.md, v24).
 inline TileShape select_small_gemm_tile(int64_t m, int64_t n, int64_t k_gemm, int num_sms, AStageOrder order) {
   const int k_tiles = int((k_gemm + kBK - 1) / kBK);
   TileShape best = TileShape::k64x128;
