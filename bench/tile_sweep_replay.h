@@ -37,7 +37,8 @@ using TileSweep = std::map<std::pair<std::string, std::string>, std::map<std::st
 bool read_tile_sweep(const std::string& path, TileSweep* sweep, std::string* error);
 
 struct ReplayCase {
-  std::string layer, layout, pick, plan;  // the rules' shape ("direct": the direct kernel) and split plan now
+  // The rules' pick now: a shape, or "direct" for the direct kernel, and its split plan.
+  std::string layer, layout, pick, plan;
   bool measured = false;                  // the sweep timed the pick with this plan
   double pick_ms = 0, fastest_ms = 0;
   std::string fastest;  // "shape/plan"

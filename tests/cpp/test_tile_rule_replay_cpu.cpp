@@ -1,9 +1,11 @@
 // Holds the FP32 kernel rules (the direct kernel's, src/cuda/im2win/shallow_select.h, and the
-// tile rule, tile_select.h) to stored measurements: every shape of layers chosen to stress them
-// (partial rounds of slots, shallow reductions, the benchmark's wide layers) timed by dev/cuda/conv_tile_sweep.cu on an H100 (tests/data/tile_sweeps/README.md).
-// Replayed through the rule of this source (bench/tile_sweep_replay.h), its picks must stay near
-// the fastest measured shape. A rule change that picks a split plan the sweeps did not time fails
-// here too: re-sweep those layers and store the new logs with the change.
+// tile rule, tile_select.h) to stored measurements: every shape and the direct kernel, on layers
+// chosen to stress them (partial rounds of slots, shallow reductions, the benchmark's wide layers,
+// small GEMMs at batches 1 and 8), timed by dev/cuda/conv_tile_sweep.cu on an H100
+// (tests/data/tile_sweeps/README.md). Replayed through the rules of this source
+// (bench/tile_sweep_replay.h), their picks must stay near the fastest measured variant. A rule
+// change that picks a split plan the sweeps did not time fails here too: re-sweep those layers
+// and store the new logs with the change.
 #include <gtest/gtest.h>
 
 #include <string>
