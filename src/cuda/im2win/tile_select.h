@@ -63,7 +63,8 @@ inline int tile_rate_permille(TileShape t, AStageOrder order) {
     // measured on conv8 (N = 128) against 128x128 (k-major) and 64x128 (pixel-major), it is not a
     // candidate of the long-GEMM cost (docs/conv2d.md, v13).
     case TileShape::k128x32: return k_major ? 780 : 830;
-    // Chosen by N alone (N <= 16); not a cost candidate.
+    // Chosen by N alone (N <= 16), and a candidate of small GEMMs only, at its own rate there
+    // (small_gemm_rate_permille).
     case TileShape::k128x16: return k_major ? 700 : 740;
   }
   return 1;
@@ -226,22 +227,32 @@ inline double tile_cost(int64_t m, int64_t n, int64_t k_gemm, int num_sms, TileS
          double(tile_rate_permille(t, order));
 }
 
+// The shapes' rates in small GEMMs: their long-GEMM rates, but 500 / 540 (k-major / pixel-major)
+// for the 16-wide tile instead of 700 / 740. At its long-GEMM rate the split model took 128x16
+// on small GEMMs where other shapes were 1.05-1.40x faster (3x3 layers and a 7x7 stem at batch
+// 1; odd_17 NHWC at batch 8 2.9x); at 500 it takes it where it leads, mostly at batch 1 (1x1
+// layers of 256-2048 channels, conv6, patchify layers: 41 picks 1.07x faster than 128x32 in
+// geometric mean, 0.89-1.18x). Fitted on the stored batch-1 and -8 sweeps
+// (tests/data/tile_sweeps): every k-major rate from 400 to 550 picks within 0.3% of the same
+// times; at 600 it takes conv9 NHWC at batch 1 (1.39x slower; docs/conv2d.md, v25).
+inline int small_gemm_rate_permille(TileShape t, AStageOrder order) {
+  if (t == TileShape::k128x16) return order == AStageOrder::kKMajor ? 500 : 540;
+  return tile_rate_permille(t, order);
+}
+
 // Small GEMMs, whose tiles leave SMs idle in every wide shape (v24): the shape and its split
 // plan are chosen together, each shape's plan (select_k_splits) predicted at the shape's rate
 // (k_split_cost_ns), where the rule for large GEMMs picks the shape as if unsplit and then splits
-// it. The 32-wide tile is a candidate here: narrower tiles are more blocks for the idle SMs (a 1x1
-// layer of 2048 channels at batch 1, 49 pixels x 512 filters, ran 128x32 split 4 ways in 0.042 ms
-// against 64x128's 0.052). The 16-wide tile is not: the model, which does not see the A gathers
-// that each of N / 16 column tiles repeats, took it on layers where other shapes were 1.05-1.40x
-// faster (sweep_layers.csv at batch 1, H100; docs/conv2d.md, v24).
+// it. The narrow tiles are candidates here: they are more blocks for the idle SMs (a 1x1 layer of
+// 2048 channels at batch 1, 49 pixels x 512 filters, ran 128x32 split 4 ways in 0.042 ms and
+// 128x16 split 4 ways in 0.039, against 64x128's 0.052; H100, sweep_layers.csv).
 inline TileShape select_small_gemm_tile(int64_t m, int64_t n, int64_t k_gemm, int num_sms, AStageOrder order) {
   const int k_tiles = int((k_gemm + kBK - 1) / kBK);
   TileShape best = TileShape::k64x128;
   double best_ns = INFINITY;
-  for (TileShape t : {TileShape::k64x128, TileShape::k128x64, TileShape::k128x128, TileShape::k128x96,
-                      TileShape::k128x32}) {
+  for (TileShape t : kAllTileShapes) {
     const KSplit ks = select_k_splits(m, n, k_gemm, t, num_sms);
-    const double ns = k_split_cost_ns(m, n, k_tiles, t, num_sms, ks, tile_rate_permille(t, order) / 1000.0);
+    const double ns = k_split_cost_ns(m, n, k_tiles, t, num_sms, ks, small_gemm_rate_permille(t, order) / 1000.0);
     if (ns < best_ns) best = t, best_ns = ns;
   }
   return best;
