@@ -99,8 +99,7 @@ TEST(TileSelect, UnderfilledGpuTakesTheSmallestArea) {
 
 // A shape's split plan and its predicted time at the shape's rate (the small-GEMM rule's measure).
 double plan_ns(int64_t m, int64_t n, int64_t k, TileShape t, AStageOrder o, int sms = kSms) {
-  const KSplit ks = select_k_splits(m, n, k, t, sms);
-  return k_split_cost_ns(m, n, int((k + kBK - 1) / kBK), t, sms, ks, small_gemm_rate_permille(t, o) / 1000.0);
+  return small_gemm_plan_ns(m, n, k, sms, t, o);
 }
 
 TEST(TileSelect, ChoiceIsNeverPredictedSlowerThanAnotherShape) {

@@ -240,6 +240,14 @@ inline int small_gemm_rate_permille(TileShape t, AStageOrder order) {
   return tile_rate_permille(t, order);
 }
 
+// Predicted time in ns of shape t with its split plan (select_k_splits) in a small GEMM, at the
+// shape's small-GEMM rate.
+inline double small_gemm_plan_ns(int64_t m, int64_t n, int64_t k_gemm, int num_sms, TileShape t, AStageOrder order) {
+  const KSplit ks = select_k_splits(m, n, k_gemm, t, num_sms);
+  return k_split_cost_ns(m, n, int((k_gemm + kBK - 1) / kBK), t, num_sms, ks,
+                         small_gemm_rate_permille(t, order) / 1000.0);
+}
+
 // Small GEMMs, whose tiles leave SMs idle in every wide shape (v24): the shape and its split
 // plan are chosen together, each shape's plan (select_k_splits) predicted at the shape's rate
 // (k_split_cost_ns), where the rule for large GEMMs picks the shape as if unsplit and then splits
@@ -247,12 +255,10 @@ inline int small_gemm_rate_permille(TileShape t, AStageOrder order) {
 // 2048 channels at batch 1, 49 pixels x 512 filters, ran 128x32 split 4 ways in 0.042 ms and
 // 128x16 split 4 ways in 0.039, against 64x128's 0.052; H100, sweep_layers.csv).
 inline TileShape select_small_gemm_tile(int64_t m, int64_t n, int64_t k_gemm, int num_sms, AStageOrder order) {
-  const int k_tiles = int((k_gemm + kBK - 1) / kBK);
   TileShape best = TileShape::k64x128;
   double best_ns = INFINITY;
   for (TileShape t : kAllTileShapes) {
-    const KSplit ks = select_k_splits(m, n, k_gemm, t, num_sms);
-    const double ns = k_split_cost_ns(m, n, k_tiles, t, num_sms, ks, small_gemm_rate_permille(t, order) / 1000.0);
+    const double ns = small_gemm_plan_ns(m, n, k_gemm, num_sms, t, order);
     if (ns < best_ns) best = t, best_ns = ns;
   }
   return best;
