@@ -1,7 +1,8 @@
-// Scores the tile rule of this source against stored tile sweeps, without a GPU
-// (bench/tile_sweep_replay.h): one line per layer and layout, then the summary. Several logs of
-// one batch add repeats. A change to the rule can be scored here before it is measured;
-// tests/cpp/test_tile_rule_replay_cpu.cpp holds the rule to the sweeps in tests/data/tile_sweeps.
+// Scores the kernel rules of this source (the direct kernel's and the tile rule) against stored
+// tile sweeps, without a GPU (bench/tile_sweep_replay.h): one line per layer and layout, then the
+// summary. Several logs of one batch add repeats. A change to the rules can be scored here before
+// it is measured; tests/cpp/test_tile_rule_replay_cpu.cpp holds them to the sweeps in
+// tests/data/tile_sweeps.
 //
 //   tile_rule_replay LAYERS_CSV BATCH SWEEP_LOG [SWEEP_LOG ...] [--sms N] [--quiet]
 //
