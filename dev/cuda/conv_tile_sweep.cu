@@ -2,12 +2,13 @@
 // (both layouts, the on-chip algorithm) and marks the one select_tile chooses, so the selection
 // rule can be checked against measurements. Each shape's output is compared with the selected
 // shape's (same reduction order per element, so they agree to rounding). With TILES = selected
-// only the chosen shape runs (dev/variants/compare-conv times kernel variants that way). NCHW
+// only the chosen shape runs (dev/variants/compare-conv times kernel variants that way); with
+// TILES = direct only the direct kernel (builds that differ in it alone are compared that way). NCHW
 // layers with C*R*S <= kShallowMaxDepth also time the direct shallow kernel (tile "direct",
 // conv2d_forward_shallow), which the rule chooses for up to shallow_max_filters(C, R, S, stride_w)
 // filters (shallow_select.h).
 //
-//   conv_tile_sweep LAYERS_CSV [BATCH] [ITERS] [all|selected]
+//   conv_tile_sweep LAYERS_CSV [BATCH] [ITERS] [all|selected|direct]
 //
 // Prints: layer layout tile ms tflops max_rel_diff splits selected hash (splits "4t": the tail of
 // the last round split 4 ways after whole rounds unsplit; hash: FNV-1a of the output's bytes, equal
@@ -41,12 +42,17 @@ using conv_dev::fill;
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s LAYERS_CSV [BATCH] [ITERS] [all|selected]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s LAYERS_CSV [BATCH] [ITERS] [all|selected|direct]\n", argv[0]);
     return 1;
   }
   const int64_t batch = argc > 2 ? std::atoll(argv[2]) : 128;
   const int iters = argc > 3 ? std::atoi(argv[3]) : 10;
-  const bool selected_only = argc > 4 && std::string(argv[4]) == "selected";
+  const std::string tiles = argc > 4 ? argv[4] : "all";
+  if (tiles != "all" && tiles != "selected" && tiles != "direct") {
+    std::fprintf(stderr, "TILES must be all, selected or direct, not %s\n", tiles.c_str());
+    return 1;
+  }
+  const bool selected_only = tiles == "selected", direct_only = tiles == "direct";
   std::vector<bench::Layer> layers;
   if (!bench::load_layers_or_report(argv[1], &layers)) return 1;
   int sms = 0;  // the library's own device check, so the plans below are the ones it runs
@@ -92,7 +98,7 @@ int main(int argc, char** argv) {
         if (direct && !direct_fits) continue;
         const im2win::TileShape t = direct ? chosen : im2win::kAllTileShapes[v];
         const bool selected = direct ? plan.shallow : !plan.shallow && t == chosen;
-        if (selected_only && !selected) continue;
+        if ((selected_only && !selected) || (direct_only && !direct)) continue;
         auto run = [&]() {
           return direct ? conv2d_forward_shallow(cfg, x, w, y, nullptr)
                         : conv2d_forward_tiled(cfg, x, w, y, ws, ws_bytes, nullptr, &t);

@@ -7,11 +7,13 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "conv2d_test_util.h"
 #include "cpu/im2win_cpu.h"
 #include "cuda/conv2d_forward_tiled.h"
 #include "cuda/cuda_status.h"
+#include "cuda/im2win/conv_shallow.h"
 #include "cuda/im2win/im2win_transform.h"
 #include "cuda/im2win/shallow_select.h"
 #include "cuda/im2win/tap_mask.h"
@@ -505,6 +507,38 @@ TEST(Conv2dGpu, ShallowKernelForcedAtEveryFilterWidthWritesTheGemmsBits) {
       ASSERT_EQ(direct.size(), gemm.size());
       EXPECT_EQ(std::memcmp(direct.data(), gemm.data(), direct.size() * sizeof(float)), 0) << "direct and GEMM differ";
     }
+  }
+}
+
+// The direct kernel's channel groups of 16, 8 and 4 (shallow_filters_per_thread, by the warps
+// its grid gives each SM): a 3-channel 3 x 3 layer of 37 filters (a tail in every grouping) at the
+// smallest batch that takes each, and 3 filters (fewer than one group of 4), forced, write the
+// GEMM's bits (every grouping sums the taps of an output in the same order) and meet the
+// reference.
+TEST(Conv2dGpu, ShallowKernelChannelGroupsWriteTheGemmsBits) {
+  WINCONV_REQUIRE_GPU();
+  int sms = 0;
+  ASSERT_TRUE(cuda_check_device(&sms).ok());
+  std::mt19937_64 rng(4545);
+  const im2win::TileShape tile = im2win::TileShape::k128x32;
+  const int64_t jobs_per_image = (38 * 38 + im2win::kShallowJobPixels - 1) / im2win::kShallowJobPixels;
+  std::vector<std::pair<int64_t, int64_t>> runs;  // (batch, filters)
+  for (const int kt : {16, 8, 4}) {
+    int64_t n = 1;
+    while (im2win::shallow_filters_per_thread(n * jobs_per_image, 37, sms) != kt) ++n;
+    runs.emplace_back(n, 37);
+  }
+  runs.emplace_back(runs.front().first, 3);
+  ASSERT_GT(runs[1].first, runs[2].first);  // 8 takes more warps than 4, 16 more than 8
+  ASSERT_GT(runs[0].first, runs[1].first);
+  for (const auto& [n, k] : runs) {
+    const Conv2dConfig cfg = config_from_row({n, 3, 38, 38, k, 3, 3, 1, 1}, Layout::kNCHW, Conv2dAlgo::kOnChip);
+    const Conv2dProblem& pb = cfg.problem;
+    SCOPED_TRACE(testing::describe(cfg));
+    const auto x = random_vector(size_t(pb.x_elements()), rng), w = random_vector(size_t(pb.w_elements()), rng);
+    const auto direct = forced_shallow_output(cfg, x, w), gemm = run_gpu(cfg, x, w, &tile);
+    ASSERT_EQ(direct.size(), gemm.size());
+    EXPECT_EQ(std::memcmp(direct.data(), gemm.data(), direct.size() * sizeof(float)), 0) << "direct and GEMM differ";
   }
 }
 

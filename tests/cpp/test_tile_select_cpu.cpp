@@ -415,5 +415,38 @@ TEST(ShallowSelect, MaxFiltersByOverlapStrideAndDepth) {
   EXPECT_EQ(shallow_max_filters(5, 13, 1, 1), 0);                   // 65 deep
 }
 
+// The direct kernel's channel group: the widest whose warps (jobs x groups) give every SM four,
+// never wider than twice the filters; 4 where none does.
+TEST(ShallowSelect, ChannelGroupByWarpsPerSm) {
+  constexpr int kFour = int(kShallowMinWarpsPerSm) * kSms;  // 528 warps on 132 SMs
+  static_assert(kShallowMinWarpsPerSm == 4, "the cases below are at four warps per SM");
+  // 64 filters: 4 groups of 16, 8 of 8.
+  EXPECT_EQ(shallow_filters_per_thread(kFour / 4, 64, kSms), 16);      // 528 warps of 16
+  EXPECT_EQ(shallow_filters_per_thread(kFour / 4 - 1, 64, kSms), 8);   // 524 of 16, 1048 of 8
+  EXPECT_EQ(shallow_filters_per_thread(kFour / 8, 64, kSms), 8);       // 528 of 8
+  EXPECT_EQ(shallow_filters_per_thread(kFour / 8 - 1, 64, kSms), 4);
+  EXPECT_EQ(shallow_filters_per_thread(25, 64, kSms), 4);              // a 56^2 plane at batch 1
+  EXPECT_EQ(shallow_filters_per_thread(3088, 64, kSms), 16);           // conv7 at batch 8
+  // Group counts round up: 37 filters are 3 groups of 16, 5 of 8.
+  EXPECT_EQ(shallow_filters_per_thread(176, 37, kSms), 16);            // 528 warps of 16
+  EXPECT_EQ(shallow_filters_per_thread(175, 37, kSms), 8);             // 525 of 16, 875 of 8
+  EXPECT_EQ(shallow_filters_per_thread(105, 37, kSms), 4);             // 525 of 8
+  // At most twice the filters: 8 filters never take 16, 4 or fewer never 8.
+  EXPECT_EQ(shallow_filters_per_thread(1 << 20, 9, kSms), 16);
+  EXPECT_EQ(shallow_filters_per_thread(1 << 20, 8, kSms), 8);
+  EXPECT_EQ(shallow_filters_per_thread(kFour - 1, 8, kSms), 4);
+  EXPECT_EQ(shallow_filters_per_thread(1 << 20, 5, kSms), 8);
+  EXPECT_EQ(shallow_filters_per_thread(1 << 20, 4, kSms), 4);
+  EXPECT_EQ(shallow_filters_per_thread(1 << 20, 1, kSms), 4);
+  // Scales with the SMs; a zero count counts as one SM.
+  EXPECT_EQ(shallow_filters_per_thread(132, 64, 2 * kSms), 8);   // 1056 warps of 8
+  EXPECT_EQ(shallow_filters_per_thread(100, 64, 2 * kSms), 4);
+  EXPECT_EQ(shallow_filters_per_thread(132, 64, 33), 16);
+  EXPECT_EQ(shallow_filters_per_thread(4, 16, 0), 16);            // 4 warps of 16
+  EXPECT_EQ(shallow_filters_per_thread(2, 16, 0), 8);             // 4 warps of 8
+  EXPECT_EQ(shallow_filters_per_thread(1, 16, 0), 4);
+  EXPECT_EQ(shallow_filters_per_thread(1, 64, 0), 16);
+}
+
 }  // namespace
 }  // namespace winconv::im2win

@@ -1,7 +1,8 @@
 // The direct FP32 kernel for NCHW layers with a shallow reduction (shallow_select.h): each warp
 // job is 128 consecutive output pixels of one image (lane l takes pixels l, l + 32, l + 64 and
 // l + 96, so every store instruction of a warp writes 128 contiguous bytes of one output channel)
-// times the KT output channels of its block. The block's filter slice sits in shared memory as
+// times the KT output channels of its block (KT 16, 8 or 4 by how many warps the grid gives each
+// SM: shallow_filters_per_thread). The block's filter slice sits in shared memory as
 // [tap][channel] (one broadcast 16-byte load gives four channels of a tap); each tap costs a lane
 // four loads of x, which neighbouring lanes take from neighbouring columns, for 4 KT multiply-adds.
 #include <cuda_runtime.h>
@@ -235,8 +236,11 @@ cudaError_t launch_conv_fp32_shallow_nchw(const ShallowConvParams& p, int num_sm
   a.jobs = uint32_t(p.n * jobs_per_image);
   a.job_div = FastDivmod(uint32_t(jobs_per_image));
   a.q_div = FastDivmod(uint32_t(p.q));
-  // Eight channels per thread where sixteen would be half padding or more.
-  return p.k <= 8 ? launch_width<8>(a, num_sms, stream) : launch_width<16>(a, num_sms, stream);
+  switch (shallow_filters_per_thread(a.jobs, p.k, num_sms)) {
+    case 16: return launch_width<16>(a, num_sms, stream);
+    case 8: return launch_width<8>(a, num_sms, stream);
+    default: return launch_width<4>(a, num_sms, stream);
+  }
 }
 
 }  // namespace winconv::im2win

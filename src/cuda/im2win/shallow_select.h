@@ -64,6 +64,25 @@ inline int64_t shallow_max_filters(int64_t c, int64_t r, int64_t s, int64_t stri
   return depth <= kShallowSideBySideMaxDepth ? kShallowSideBySideMaxFilters : 0;
 }
 
+// The kernel's channel group KT (filters per thread: 16, 8 or 4). A warp job walks the whole
+// reduction for its KT channels of 128 pixels, one tap after another, so a grid of few jobs runs
+// for as long as one job's chain of loads and multiply-adds, however idle the SMs are. Measured
+// with KT forced to each (H100, dev/cuda/sweep_small_shallow_layers.csv and
+// sweep_shallow_layers.csv at batches 1-32, 336 layer-batches): the best KT was 4 on grids of a few
+// hundred warps (a 7-channel 3 x 3 of 64 filters at 56^2, batch 1: 13.3 us at 16, 9.3 at 4) and 16
+// once every SM holds several (conv7 at batch 32: 0.216 ms at 16, 0.380 at 4, the narrower groups
+// reading x once per 4 or 8 channels instead of 16). The rule: the widest group whose warps
+// (jobs x groups) give every SM kShallowMinWarpsPerSm, else 4; and no group wider than twice the
+// filters. Its picks were 1.005x the best KT's time in geometric mean (16 for filters > 8: 1.161x).
+constexpr int64_t kShallowMinWarpsPerSm = 4;
+
+inline int shallow_filters_per_thread(int64_t jobs, int64_t k, int num_sms) {
+  const int64_t enough = kShallowMinWarpsPerSm * (num_sms > 0 ? num_sms : 1);
+  if (k > 8 && jobs * ((k + 15) / 16) >= enough) return 16;
+  if (k > 4 && jobs * ((k + 7) / 8) >= enough) return 8;
+  return 4;
+}
+
 // Whether conv2d_forward takes the direct kernel: NCHW, windows on chip (the default), a
 // reduction C*R*S the kernel holds and at most shallow_max_filters output channels.
 inline bool shallow_direct_selected(bool nchw, bool onchip, int64_t c, int64_t r, int64_t s, int64_t stride_w,
