@@ -1,8 +1,8 @@
 // Holds the FP32 kernel rules (the direct kernel's, src/cuda/im2win/shallow_select.h, and the
 // tile rule, tile_select.h) to stored measurements: every shape and the direct kernel, on layers
 // chosen to stress them (partial rounds of slots, shallow reductions, the benchmark's wide layers,
-// small GEMMs at batches 1 and 8, the direct kernel on small grids), timed by dev/cuda/conv_tile_sweep.cu on an H100
-// (tests/data/tile_sweeps/README.md). Replayed through the rules of this source
+// small GEMMs at batches 1 and 8, the direct kernel on small grids), timed by
+// dev/cuda/conv_tile_sweep.cu on an H100 (tests/data/tile_sweeps/README.md). Replayed through the rules of this source
 // (bench/tile_sweep_replay.h), their picks must stay near the fastest measured variant. A rule
 // change that picks a split plan the sweeps did not time fails here too: re-sweep those layers
 // and store the new logs with the change.
@@ -56,8 +56,9 @@ const StoredSweep kSweeps[] = {
     {"dev/cuda/sweep_tail_layers.csv", 8, {"tail_b8.txt"}, 1.02, 1.25},
     {"dev/cuda/sweep_layers.csv", 8, {"sweep_layers_b8.txt"}, 1.03, 1.25},
     // The direct kernel's channel groups by the warps per SM (v26), batches 1-32. With groups of 16
-    // above 8 filters the shallow set reached 1.099-1.114x at batches 1-4 (worst up to 1.95x, the
-    // direct kernel on grids of a few hundred warps), the small-shallow set 1.044-1.081x.
+    // above 8 filters (sweeps of the same hour) the shallow set reached 1.026-1.055x at batches 1-8
+    // (worst 1.75-1.95x, the direct kernel on grids of a few hundred warps), the small-shallow set
+    // 1.025-1.083x at batches 1-32.
     {"dev/cuda/sweep_shallow_layers.csv", 1, {"shallow_b1.txt"}, 1.045, 1.40},
     {"dev/cuda/sweep_shallow_layers.csv", 2, {"shallow_b2.txt"}, 1.035, 1.30},
     {"dev/cuda/sweep_shallow_layers.csv", 4, {"shallow_b4.txt"}, 1.035, 1.25},
