@@ -521,7 +521,11 @@ TEST(Conv2dGpu, ShallowKernelChannelGroupsWriteTheGemmsBits) {
   ASSERT_TRUE(cuda_check_device(&sms).ok());
   std::mt19937_64 rng(4545);
   const im2win::TileShape tile = im2win::TileShape::k128x32;
-  const int64_t jobs_per_image = (38 * 38 + im2win::kShallowJobPixels - 1) / im2win::kShallowJobPixels;
+  auto config = [](int64_t n, int64_t k) {
+    return config_from_row({n, 3, 38, 38, k, 3, 3, 1, 1}, Layout::kNCHW, Conv2dAlgo::kOnChip);
+  };
+  const Conv2dProblem image = config(1, 37).problem;
+  const int64_t jobs_per_image = (image.p() * image.q() + im2win::kShallowJobPixels - 1) / im2win::kShallowJobPixels;
   std::vector<std::pair<int64_t, int64_t>> runs;  // (batch, filters)
   for (const int kt : {16, 8, 4}) {
     int64_t n = 1;
@@ -532,7 +536,7 @@ TEST(Conv2dGpu, ShallowKernelChannelGroupsWriteTheGemmsBits) {
   ASSERT_GT(runs[1].first, runs[2].first);  // 8 takes more warps than 4, 16 more than 8
   ASSERT_GT(runs[0].first, runs[1].first);
   for (const auto& [n, k] : runs) {
-    const Conv2dConfig cfg = config_from_row({n, 3, 38, 38, k, 3, 3, 1, 1}, Layout::kNCHW, Conv2dAlgo::kOnChip);
+    const Conv2dConfig cfg = config(n, k);
     const Conv2dProblem& pb = cfg.problem;
     SCOPED_TRACE(testing::describe(cfg));
     const auto x = random_vector(size_t(pb.x_elements()), rng), w = random_vector(size_t(pb.w_elements()), rng);
