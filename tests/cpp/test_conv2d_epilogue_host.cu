@@ -70,17 +70,17 @@ void check_epilogue_tile() {
 }
 
 TEST(Conv2dEpilogueHost, SwizzleIsAConflictFreePermutation) {
-  // The six tile shapes (tile_shape.h) with their store widths (kWidth = 4 for 8 or 4 outputs
-  // per thread, 2 for the 6 of the 96-wide tile and the 2 of the 16-wide one), then other
-  // multiples of 32 for either width.
-  check_epilogue_tile<128, 128, 4>();
-  check_epilogue_tile<128, 64, 4>();
-  check_epilogue_tile<64, 128, 4>();
-  check_epilogue_tile<128, 96, 2>();
-  check_epilogue_tile<128, 32, 4>();
-  check_epilogue_tile<128, 16, 2>();
+  // The six tile shapes (tile_shape.h) with the store widths their kernels use (NFragment: 4 for
+  // 12, 8 or 4 outputs per thread, 2 for the 2 of the 16-wide tile), then other multiples of 32
+  // for either width.
+  check_epilogue_tile<128, 128, NFragment<128>::kWidth>();
+  check_epilogue_tile<128, 64, NFragment<64>::kWidth>();
+  check_epilogue_tile<64, 128, NFragment<128>::kWidth>();
+  check_epilogue_tile<128, 96, NFragment<96>::kWidth>();
+  check_epilogue_tile<128, 32, NFragment<32>::kWidth>();
+  check_epilogue_tile<128, 16, NFragment<16>::kWidth>();
   check_epilogue_tile<64, 64, 4>();
-  check_epilogue_tile<128, 96, 4>();
+  check_epilogue_tile<128, 96, 2>();
   check_epilogue_tile<128, 64, 2>();
   check_epilogue_tile<32, 32, 2>();
 }

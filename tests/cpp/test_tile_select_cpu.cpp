@@ -154,14 +154,17 @@ TEST(TileSelect, PartialUnsplitRoundOfWideTilesCostsAWholeRound) {
   // A 256-channel 3x3 layer at 14x14, batch 128 (M = 25088, N = 256, K = 2304): 392 tiles of
   // 128x128 are 2.97 per SM but 1.48 rounds of its 264 slots; unsplit, the partial round ran as
   // long as a whole one (0.884 ms, against 0.654 for 784 tiles of 64x128). The same holds for
-  // the 1x1 layer of that size (K = 1024), for a 5x5 layer of N = 100 (391 tiles) and for
-  // 128x96 (392 tiles of a 384-channel 3x3 layer at batch 64). Since v22's rates 128x128 loses
-  // to 64x128 anyway; the 128x96 case is the one the charge decides.
+  // the 1x1 layer of that size (K = 1024) and for a 5x5 layer of N = 100 (391 tiles). Since
+  // v22's rates 128x128 loses to 64x128 anyway. 128x96 is a 128-thread shape since v27: the 392
+  // tiles of a 384-channel 3x3 layer at batch 64 fit its 396 slots (3 per SM) and ran in one
+  // round, 0.760 ms NCHW against 64x128's 0.781 split (0.902 against 0.835 in NHWC; H100). As
+  // 256 threads they took two rounds, 1.045 ms.
   EXPECT_EQ(select_k_splits(25088, 256, 2304, TileShape::k128x128, kSms).splits, 1);
   EXPECT_TILE(select_tile(25088, 256, 2304, kSms, kK), TileShape::k64x128);
   EXPECT_TILE(select_tile(25088, 256, 1024, kSms, kK), TileShape::k64x128);
   EXPECT_TILE(select_tile(50048, 100, 425, kSms, kK), TileShape::k64x128);
-  EXPECT_TILE(select_tile(12544, 384, 3456, kSms, kK), TileShape::k64x128);
+  EXPECT_TILE(select_tile(12544, 384, 3456, kSms, kK), TileShape::k128x96);
+  EXPECT_EQ(busiest_sm_tiles(12544, 384, 3456, kSms, TileShape::k128x96), 3);
   // Whole rounds only: 528 tiles on 264 slots (batch 172) keep 128x128's cost per SM.
   EXPECT_EQ(busiest_sm_tiles(33712, 256, 2304, kSms, TileShape::k128x128), 4);
   // The 128-thread shapes keep the even spread: 280 unsplit tiles of 64x128 (K = 256) are 3 on

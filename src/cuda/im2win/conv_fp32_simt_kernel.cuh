@@ -2,7 +2,7 @@
 //
 // Block tile BM pixels x BN output channels, reduction in steps of BK; kStages-deep cp.async
 // pipeline (the next tiles stream into shared memory while the current one is multiplied);
-// each thread accumulates an 8x8 (8x6 in the 96-wide tile, 8x4 in the 32-wide one, 8x2 in the
+// each thread accumulates an 8x8 (8x12 in the 96-wide tile, 8x4 in the 32-wide one, 8x2 in the
 // 16-wide one) register tile from vector reads of the A and B tiles.
 // The A tile comes from a Gather policy (window_gather.cuh): straight from x with zero-fill for
 // padding (on-chip windows) or from the materialized window tensor. Every tail (M, N, K) is
@@ -41,7 +41,7 @@ constexpr int kTM = 8;  // outputs per thread along M: two float4 runs of A, BM/
 
 // A thread's kTN outputs along N: kPieces runs of kWidth adjacent columns, kStride apart, so the
 // 8 column-threads of a warp read 8 * kWidth adjacent floats per run (no bank conflict).
-// BN = 64 and 128: 8 = two float4 runs BN/2 apart; BN = 96: 6 = three float2 runs 32 apart;
+// BN = 64 and 128: 8 = two float4 runs BN/2 apart; BN = 96: 12 = three float4 runs 32 apart;
 // BN = 32: 4 = one float4 run; BN = 16: 2 = one float2 run.
 template <int BN>
 struct NFragment {
@@ -115,19 +115,22 @@ struct TileTraits {
 };
 
 // Resident blocks per SM that the register budget is sized for (__launch_bounds__). 128-thread
-// tiles with a k-major A stage ask for 4 (at most 128 registers): at 3 (146 registers) the NCHW
-// C = 3 stems, with only 2-23 k-steps per tile, were latency-bound at 12 warps per SM (conv7
-// -8%, conv3 -4% time at 4). The pixel-major A stage (NHWC vector gather) keeps 3: capped at 128
-// registers it ran 10% slower on conv4 and conv9. Other tiles: one block more than fits 256 threads.
-template <int kThreads, bool kMajorM>
+// tiles of 8x8 or fewer outputs per thread with a k-major A stage ask for 4 (at most 128
+// registers): at 3 (146 registers) the NCHW C = 3 stems, with only 2-23 k-steps per tile, were
+// latency-bound at 12 warps per SM (conv7 -8%, conv3 -4% time at 4). The pixel-major A stage
+// (NHWC vector gather) keeps 3: capped at 128 registers it ran 10% slower on conv4 and conv9.
+// The 8x12 threads of 128x96 keep 3 too (96 accumulators: 168 registers). Other tiles: one block
+// more than fits 256 threads.
+template <int kThreads, bool kMajorM, int kTN>
 constexpr int conv_min_blocks_per_sm() {
-  return kThreads == 128 && !kMajorM ? 4 : 256 / kThreads + 1;
+  return kThreads == 128 && !kMajorM && kTN <= 8 ? 4 : 256 / kThreads + 1;
 }
 
 template <int BM, int BN, template <int, int, int> class Gather, bool kOutNchw, bool kSplitK>
 __global__ void __launch_bounds__(TileTraits<BM, BN>::kThreads,
                                   conv_min_blocks_per_sm<TileTraits<BM, BN>::kThreads,
-                                                         Gather<BM, kBK, TileTraits<BM, BN>::kThreads>::kMajorM>())
+                                                         Gather<BM, kBK, TileTraits<BM, BN>::kThreads>::kMajorM,
+                                                         tile_tn_of_bn(BN)>())
 conv_fp32_simt_kernel(const ConvGemmParams p, const SplitKParams sk) {
   constexpr bool kMajorM = Gather<BM, kBK, TileTraits<BM, BN>::kThreads>::kMajorM;
   using Traits = TileTraits<BM, BN, kMajorM>;

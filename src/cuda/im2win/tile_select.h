@@ -58,6 +58,9 @@ inline int tile_rate_permille(TileShape t, AStageOrder order) {
     case TileShape::k128x64: return k_major ? 910 : 990;
     // Measured (tile sweep, N = 96 and 192 layers): 930-967 with the reduction table, ~915 with
     // the padded digit walk, ~927 pixel-major; one figure picks the fastest shape on all of them.
+    // Those were 8x6 threads; v27's 8x12 runs 1.03-1.16x faster on k-major layers and large grids
+    // (0.85-0.90x on small pixel-major ones). Not refit: the picks it changes were re-swept and
+    // replay within the stored bounds.
     case TileShape::k128x96: return 950;
     // Chosen by N alone (N <= 32), and a candidate of small GEMMs only (select_small_gemm_tile):
     // measured on conv8 (N = 128) against 128x128 (k-major) and 64x128 (pixel-major), it is not a
@@ -182,8 +185,8 @@ inline KSplit select_k_splits(int64_t m, int64_t n, int64_t k_gemm, TileShape t,
 }
 
 // Tiles on the busiest SM. Tiles spread evenly over the SMs, so it runs ceil(tiles / SMs) of
-// them, with one exception, measured on the 256-thread shapes (128x128, 128x96; two resident
-// blocks per SM, 2 * SMs slots): once the tiles outnumber the slots, the blocks of the last,
+// them, with one exception, measured on the 256-thread shapes (128x128, and 128x96 while it ran
+// 256 threads, before v27; two resident blocks per SM, 2 * SMs slots): once the tiles outnumber the slots, the blocks of the last,
 // partial round land on slots as they free up, two to an SM on some, and that round takes as
 // long as a whole one. The 256-channel 3x3 layer at 14x14 (392 tiles of 128x128 on 264 slots)
 // ran 0.884 ms at batch 128, as long as 528 tiles (two whole rounds) at batch 172, where a

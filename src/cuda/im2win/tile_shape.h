@@ -4,7 +4,9 @@
 // 64x128 by more than 0.5%, and lost up to 29% where it was chosen for GEMMs too small to fill
 // the GPU.
 // 128x96 exists for N = 96 (and 192, ...): a 128-wide tile computes a third as many padded
-// columns as real ones there; its threads own 8x6 outputs instead of 8x8.
+// columns as real ones there. Its 128 threads own 8x12 outputs (3 resident blocks): as 256
+// threads of 8x6 (v9) it read 5 shared vectors per 48 FMAs instead of per 96 and ran 4-16% slower
+// wherever it is picked on grids of more than one block per SM (docs/conv2d.md, v27).
 // 128x32 exists for 16 < N <= 32 (layers of 32 filters), where 128x64 computes at least as many
 // padded columns as real ones; its threads own 8x4 outputs. 128x16 likewise for N <= 16: its
 // threads own 8x2 outputs (3 shared-memory reads per 16 FMAs, where 128x32 has 3 per 32, against
@@ -28,10 +30,10 @@ inline int tile_bn(TileShape t) {
     default: return 128;
   }
 }
-// Outputs per thread along N for a tile BN wide: 8, or 6 in the 96-wide tile, 4 in the 32-wide
+// Outputs per thread along N for a tile BN wide: 8, or 12 in the 96-wide tile, 4 in the 32-wide
 // one and 2 in the 16-wide one, so that 8 threads span BN (the kernel's NFragment follows it).
 // Threads = BM/8 * BN/tile_tn.
-constexpr int tile_tn_of_bn(int bn) { return bn == 96 ? 6 : bn == 32 ? 4 : bn == 16 ? 2 : 8; }
+constexpr int tile_tn_of_bn(int bn) { return bn == 96 ? 12 : bn == 32 ? 4 : bn == 16 ? 2 : 8; }
 inline int tile_tn(TileShape t) { return tile_tn_of_bn(tile_bn(t)); }
 inline int tile_threads(TileShape t) { return tile_bm(t) / 8 * (tile_bn(t) / tile_tn(t)); }
 inline const char* tile_name(TileShape t) {
