@@ -48,7 +48,7 @@ const StoredSweep kSweeps[] = {
     {"bench/layers.csv", 1, {"bench_b1.txt"}, 1.025, 1.15},
     // v27's 128x96 (128 threads of 8x12) loses to the 256 threads of 8x6 it replaced on small
     // pixel-major grids (x11 NHWC at batch 1: 1.19x the fastest shape, 1.02x before), where it
-    // gains 4-16% on k-major and large grids: unseen_b1 and sweep_layers_b{1,8} are its sweeps.
+    // gains 4-16% on k-major and large grids; the files marked v27 in the sweeps' README are its.
     {"bench/layers_unseen.csv", 1, {"unseen_b1.txt"}, 1.025, 1.20},
     {"bench/layers_unseen2.csv", 1, {"unseen2_b1.txt"}, 1.02, 1.18},
     {"dev/cuda/sweep_tail_layers.csv", 1, {"tail_b1.txt"}, 1.015, 1.12},

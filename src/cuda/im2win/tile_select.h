@@ -186,15 +186,15 @@ inline KSplit select_k_splits(int64_t m, int64_t n, int64_t k_gemm, TileShape t,
 
 // Tiles on the busiest SM. Tiles spread evenly over the SMs, so it runs ceil(tiles / SMs) of
 // them, with one exception, measured on the 256-thread shapes (128x128, and 128x96 while it ran
-// 256 threads, before v27; two resident blocks per SM, 2 * SMs slots): once the tiles outnumber the slots, the blocks of the last,
-// partial round land on slots as they free up, two to an SM on some, and that round takes as
-// long as a whole one. The 256-channel 3x3 layer at 14x14 (392 tiles of 128x128 on 264 slots)
-// ran 0.884 ms at batch 128, as long as 528 tiles (two whole rounds) at batch 172, where a
-// round alone took 0.448 ms (H100). A tail split (select_k_splits) replaces that round with
-// split blocks that fill the slots, so a shape that takes one is charged tiles / SMs as before
-// (the same layer at batch 108: 332 tiles, tail split 5 ways, 0.637 ms). The 128-thread shapes
-// (3 or 4 resident) showed no such loss: 784 tiles of 64x128 took 1.46 times their one-round
-// time for 1.48 rounds.
+// 256 threads, before v27; two resident blocks per SM, 2 * SMs slots): once the tiles outnumber
+// the slots, the blocks of the last, partial round land on slots as they free up, two to an SM
+// on some, and that round takes as long as a whole one. The 256-channel 3x3 layer at 14x14 (392
+// tiles of 128x128 on 264 slots) ran 0.884 ms at batch 128, as long as 528 tiles (two whole
+// rounds) at batch 172, where a round alone took 0.448 ms (H100). A tail split (select_k_splits)
+// replaces that round with split blocks that fill the slots, so a shape that takes one is
+// charged tiles / SMs as before (the same layer at batch 108: 332 tiles, tail split 5 ways,
+// 0.637 ms). The 128-thread shapes (3 or 4 resident) showed no such loss: 784 tiles of 64x128
+// took 1.46 times their one-round time for 1.48 rounds.
 inline int64_t busiest_sm_tiles(int64_t m, int64_t n, int64_t k_gemm, int num_sms, TileShape t) {
   const int64_t tiles = tile_count(m, n, t);
   constexpr int kWideBlocksPerSm = 2;  // 256 threads x 128 registers: half the register file

@@ -5,8 +5,9 @@
 // the GPU.
 // 128x96 exists for N = 96 (and 192, ...): a 128-wide tile computes a third as many padded
 // columns as real ones there. Its 128 threads own 8x12 outputs (3 resident blocks): as 256
-// threads of 8x6 (v9) it read 5 shared vectors per 48 FMAs instead of per 96 and ran 4-16% slower
-// wherever it is picked on grids of more than one block per SM (docs/conv2d.md, v27).
+// threads of 8x6 (v9) it read 5 shared vectors per 48 FMAs instead of per 96 and ran 1-16%
+// slower at batch 128 (4-16% on k-major layers), though up to 1.18x faster on small grids of the
+// pixel-major (NHWC vector) stage (docs/conv2d.md, v27).
 // 128x32 exists for 16 < N <= 32 (layers of 32 filters), where 128x64 computes at least as many
 // padded columns as real ones; its threads own 8x4 outputs. 128x16 likewise for N <= 16: its
 // threads own 8x2 outputs (3 shared-memory reads per 16 FMAs, where 128x32 has 3 per 32, against
