@@ -9,8 +9,9 @@
 // formula covers the wave tail (conv11: 288 tiles of 128x128 on 132 SMs leave a third round to
 // 24 SMs; 576 of 64x128 spread better) and the tile efficiency on long GEMMs. The shape it picks
 // is then split along the reduction where its tiles leave SMs idle (select_k_splits).
-// Small GEMMs, whose every wide shape has fewer tiles than there are SMs (batch 1 and 8 layers),
-// take the shape and its split plan together instead (select_small_gemm_tile, v24).
+// Small GEMMs, whose wide shape of the most tiles fills fewer than two rounds of the SMs (batch 1
+// to 8 layers; is_small_gemm), take the shape and its split plan together instead
+// (select_small_gemm_tile, v24, v28).
 //
 // The rates are relative throughputs measured with every shape on long GEMMs and depend on how
 // the A stage is stored:
@@ -267,15 +268,26 @@ inline TileShape select_small_gemm_tile(int64_t m, int64_t n, int64_t k_gemm, in
   return best;
 }
 
+// A small GEMM: the wide shape of the most tiles (64x128; 128x64 at N <= 64) fills fewer than
+// kSmallGemmRounds rounds of the SMs. Until v28 the bound was one round; between one and two,
+// the long-GEMM rule picked the shape as if unsplit and took one or two wide tiles per SM
+// where more, narrower or split blocks ran faster: layers at batches 1-8 (128x64 or 64x128 up
+// to 1.19x slower than 128x32: conv9 NHWC at batch 8), x10 at batch 32 (128x96 unsplit, 116 tiles of 4 warps, 1.14x
+// NCHW and 1.23x NHWC slower than 128x64 split 3 ways). At 2.25 rounds and above the split model
+// takes split plans that lose (u_192 at batch 32, 2.2 rounds of 64x128: 128x96 split 6 ways,
+// 1.45x slower than 128x64 unsplit; H100 sweeps, docs/conv2d.md, v28).
+constexpr int64_t kSmallGemmRounds = 2;
+inline bool is_small_gemm(int64_t m, int64_t n, int num_sms) {
+  return tile_count(m, n, n <= 64 ? TileShape::k128x64 : TileShape::k64x128) < kSmallGemmRounds * num_sms;
+}
+
 inline TileShape select_tile(int64_t m, int64_t n, int64_t k_gemm, int num_sms, AStageOrder order) {
   // N <= 64: a BN = 128 tile is at least half padding (N <= 32: a BN = 64 one; N <= 16: a BN = 32
   // one). The cost model charges that only through the tile count, which stops counting once
   // every tile runs alone on its SM.
   if (n <= 16) return TileShape::k128x16;
   if (n <= 32) return TileShape::k128x32;
-  // The wide shape of the most tiles (64x128; 128x64 at N <= 64) leaves SMs idle: a small GEMM.
-  if (tile_count(m, n, n <= 64 ? TileShape::k128x64 : TileShape::k64x128) < num_sms)
-    return select_small_gemm_tile(m, n, k_gemm, num_sms, order);
+  if (is_small_gemm(m, n, num_sms)) return select_small_gemm_tile(m, n, k_gemm, num_sms, order);
   if (n <= 64) return TileShape::k128x64;
   TileShape best = TileShape::k128x128;
   double best_cost = tile_cost(m, n, k_gemm, num_sms, best, order);
