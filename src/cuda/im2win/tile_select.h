@@ -272,10 +272,10 @@ inline TileShape select_small_gemm_tile(int64_t m, int64_t n, int64_t k_gemm, in
 // kSmallGemmRounds rounds of the SMs. Until v28 the bound was one round; between one and two,
 // the long-GEMM rule picked the shape as if unsplit and took one or two wide tiles per SM
 // where more, narrower or split blocks ran faster: layers at batches 1-8 (128x64 or 64x128 up
-// to 1.19x slower than 128x32: conv9 NHWC at batch 8), x10 at batch 32 (128x96 unsplit, 116 tiles of 4 warps, 1.14x
-// NCHW and 1.23x NHWC slower than 128x64 split 3 ways). At 2.25 rounds and above the split model
-// takes split plans that lose (u_192 at batch 32, 2.2 rounds of 64x128: 128x96 split 6 ways,
-// 1.45x slower than 128x64 unsplit; H100 sweeps, docs/conv2d.md, v28).
+// to 1.19x slower than 128x32: conv9 NHWC at batch 8), x10 at batch 32 (128x96 unsplit, 116
+// tiles of 4 warps, 1.14x NCHW and 1.23x NHWC slower than 128x64 split 3 ways). A bound of 2.25
+// rounds or more would take a split plan that loses: u_192 at batch 32 (2.2 rounds of 64x128),
+// 128x96 split 6 ways, 1.45x slower than 128x64 unsplit (H100 sweeps, docs/conv2d.md, v28).
 constexpr int64_t kSmallGemmRounds = 2;
 inline bool is_small_gemm(int64_t m, int64_t n, int num_sms) {
   return tile_count(m, n, n <= 64 ? TileShape::k128x64 : TileShape::k64x128) < kSmallGemmRounds * num_sms;
