@@ -252,12 +252,13 @@ inline double small_gemm_plan_ns(int64_t m, int64_t n, int64_t k_gemm, int num_s
                          small_gemm_rate_permille(t, order) / 1000.0);
 }
 
-// Small GEMMs, whose tiles leave SMs idle in every wide shape (v24): the shape and its split
-// plan are chosen together, each shape's plan (select_k_splits) predicted at the shape's rate
-// (k_split_cost_ns), where the rule for large GEMMs picks the shape as if unsplit and then splits
-// it. The narrow tiles are candidates here: they are more blocks for the idle SMs (a 1x1 layer of
-// 2048 channels at batch 1, 49 pixels x 512 filters, ran 128x32 split 4 ways in 0.042 ms and
-// 128x16 split 4 ways in 0.039, against 64x128's 0.052; H100, sweep_layers.csv).
+// Small GEMMs (is_small_gemm: under two rounds of tiles in the wide shape of the most; v24, v28):
+// the shape and its split plan are chosen together, each shape's plan (select_k_splits)
+// predicted at the shape's rate (k_split_cost_ns), where the rule for large GEMMs picks the
+// shape as if unsplit and then splits it. The narrow tiles are candidates here: they are more
+// blocks for the idle SMs (a 1x1 layer of 2048 channels at batch 1, 49 pixels x 512 filters,
+// ran 128x32 split 4 ways in 0.042 ms and 128x16 split 4 ways in 0.039, against 64x128's 0.052;
+// H100, sweep_layers.csv).
 inline TileShape select_small_gemm_tile(int64_t m, int64_t n, int64_t k_gemm, int num_sms, AStageOrder order) {
   TileShape best = TileShape::k64x128;
   double best_ns = INFINITY;
