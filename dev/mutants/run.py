@@ -6,6 +6,7 @@ removed). The tests should fail on every one that changes behaviour; one they pa
 unless the list marks it `equivalent` (with the reason it cannot be told apart).
 
 Usage: python3 dev/mutants/run.py dev/mutants/cpu.py [--ids R1,V2] [--jobs 2]
+       python3 dev/mutants/run.py --check dev/mutants/*.py   (every mutant still applies; no build)
 Lists: cpu.py (winconv_tests_cpu of a CPU-only build), host_cuda.py (winconv_tests_host_cuda,
 needs nvcc), python.py (tests/python). Builds go to build-mutants/<list>; run from the repository
 root on a clean checkout. Every file is restored, with its original modification time, so other
@@ -52,13 +53,48 @@ def run_tests(kind, cmd, env) -> str:
         return "KILLED (hangs)"
 
 
+def stale_mutants(list_path: Path) -> list[str]:
+    """What keeps a list from running as written: a mutant whose `old` text is not in its file
+    exactly once (the code was rewritten), one that changes nothing, a repeated id."""
+    problems, seen = [], set()
+    for m in runpy.run_path(str(list_path))["MUTANTS"]:
+        if m["id"] in seen:
+            problems.append(f"{m['id']}: id used twice")
+        seen.add(m["id"])
+        path = Path(m["file"])
+        count = path.read_text().count(m["old"]) if path.is_file() else 0
+        if count != 1:
+            problems.append(f"{m['id']}: `old` found {count} times in {m['file']} (update the list)")
+        if m["new"] == m["old"]:
+            problems.append(f"{m['id']}: `new` is `old`")
+    return problems
+
+
+def check(lists: list[Path]) -> int:
+    status = 0
+    for list_path in lists:
+        problems = stale_mutants(list_path)
+        count = len(runpy.run_path(str(list_path))["MUTANTS"])
+        print(f"{list_path}: {count} mutants, {'all apply' if not problems else f'{len(problems)} problems'}")
+        for problem in problems:
+            print(f"  {problem}")
+        status |= bool(problems)
+    return status
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("list", type=Path)
+    parser.add_argument("lists", type=Path, nargs="+", metavar="list")
     parser.add_argument("--ids", help="comma-separated mutant ids (default: all)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--check", action="store_true",
+                        help="only check that every mutant of the lists applies (no build, no tests)")
     args = parser.parse_args()
-    spec = runpy.run_path(str(args.list))
+    if args.check:
+        return check(args.lists)
+    if len(args.lists) != 1:
+        parser.error("give one list to run (several only with --check)")
+    spec = runpy.run_path(str(args.lists[0]))
     kind, mutants = spec["TEST"], spec["MUTANTS"]
     if args.ids:
         wanted = set(args.ids.split(","))

@@ -167,6 +167,8 @@ TEST(TileSelect, PartialUnsplitRoundOfWideTilesCostsAWholeRound) {
   // round, 0.760 ms NCHW against 64x128's 0.781 split (0.902 against 0.835 in NHWC; H100). As
   // 256 threads they took two rounds, 1.045 ms.
   EXPECT_EQ(select_k_splits(25088, 256, 2304, TileShape::k128x128, kSms).splits, 1);
+  // Charged two whole rounds of 2 tiles, not the even spread's ceil(392 / 132) = 3.
+  EXPECT_EQ(busiest_sm_tiles(25088, 256, 2304, kSms, TileShape::k128x128), 4);
   EXPECT_TILE(select_tile(25088, 256, 2304, kSms, kK), TileShape::k64x128);
   EXPECT_TILE(select_tile(25088, 256, 1024, kSms, kK), TileShape::k64x128);
   EXPECT_TILE(select_tile(50048, 100, 425, kSms, kK), TileShape::k64x128);
