@@ -6,7 +6,7 @@ removed). The tests should fail on every one that changes behaviour; one they pa
 unless the list marks it `equivalent` (with the reason it cannot be told apart).
 
 Usage: python3 dev/mutants/run.py dev/mutants/cpu.py [--ids R1,V2] [--jobs 2]
-       python3 dev/mutants/run.py --check dev/mutants/*.py   (every mutant still applies; no build)
+       python3 dev/mutants/run.py --check dev/mutants/{cpu,host_cuda,python}.py   (all still apply)
 Lists: cpu.py (winconv_tests_cpu of a CPU-only build), host_cuda.py (winconv_tests_host_cuda,
 needs nvcc), python.py (tests/python). Builds go to build-mutants/<list>; run from the repository
 root on a clean checkout. Every file is restored, with its original modification time, so other
@@ -56,8 +56,11 @@ def run_tests(kind, cmd, env) -> str:
 def stale_mutants(list_path: Path) -> list[str]:
     """What keeps a list from running as written: a mutant whose `old` text is not in its file
     exactly once (the code was rewritten), one that changes nothing, a repeated id."""
+    spec = runpy.run_path(str(list_path))
+    if "MUTANTS" not in spec:
+        return ["not a mutant list (it defines no MUTANTS)"]
     problems, seen = [], set()
-    for m in runpy.run_path(str(list_path))["MUTANTS"]:
+    for m in spec["MUTANTS"]:
         if m["id"] in seen:
             problems.append(f"{m['id']}: id used twice")
         seen.add(m["id"])
@@ -74,7 +77,7 @@ def check(lists: list[Path]) -> int:
     status = 0
     for list_path in lists:
         problems = stale_mutants(list_path)
-        count = len(runpy.run_path(str(list_path))["MUTANTS"])
+        count = len(runpy.run_path(str(list_path)).get("MUTANTS", []))
         print(f"{list_path}: {count} mutants, {'all apply' if not problems else f'{len(problems)} problems'}")
         for problem in problems:
             print(f"  {problem}")

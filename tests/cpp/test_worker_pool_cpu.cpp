@@ -1,5 +1,6 @@
 // The CPU paths' thread pool: its helpers are kept between calls, wake from sleep, run exactly the
-// calls that count them, leave concurrent callers a full team, and are rebuilt in a forked child.
+// calls that count them, leave concurrent callers a full team, are rebuilt in a forked child, and
+// are simply fewer (none) where no thread can start.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -15,6 +16,7 @@
 
 #include "cpu/worker_pool.h"
 #include "cpu/worker_team.h"
+#include "no_room_for_threads.h"
 
 namespace winconv {
 namespace {
@@ -109,6 +111,26 @@ TEST(WorkerPool, SpinFromTheEnvironmentText) {
   EXPECT_EQ(PooledHelpers::spin_from_text("1000000"), us(1000000));
   for (const char* bad : {"-1", "1000001", "12us", "abc", " 5", "99999999999999999999"})
     EXPECT_EQ(PooledHelpers::spin_from_text(bad), PooledHelpers::kDefaultSpin) << bad;
+}
+
+// Where no helper can start (address space, process limits: std::thread throws), a call gets
+// none and its caller works alone; the failure must not leave the call. In a re-executed child,
+// where no thread has run before (no_room_for_threads.h).
+TEST(WorkerPoolDeathTest, HelpersThatCannotStartLeaveTheCallerAlone) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        int code = 3;
+        {
+          const testing::NoRoomForThreads limit;
+          if (limit.ok()) {
+            PooledHelpers helpers(3, 7);
+            code = helpers.count() == 0 ? 0 : 1;
+          }
+        }
+        std::_Exit(code);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 TEST(WorkerPool, CallsWantingMoreThanTheMostUseNoPool) {
