@@ -53,10 +53,10 @@ def run_tests(kind, cmd, env) -> str:
         return "KILLED (hangs)"
 
 
-def stale_mutants(list_path: Path) -> list[str]:
-    """What keeps a list from running as written: a mutant whose `old` text is not in its file
-    exactly once (the code was rewritten), one that changes nothing, a repeated id."""
-    spec = runpy.run_path(str(list_path))
+def stale_mutants(spec: dict) -> list[str]:
+    """What keeps a list (its module's globals) from running as written: a mutant whose `old` text
+    is not in its file exactly once (the code was rewritten), one that changes nothing, a repeated
+    id."""
     if "MUTANTS" not in spec:
         return ["not a mutant list (it defines no MUTANTS)"]
     problems, seen = [], set()
@@ -76,8 +76,9 @@ def stale_mutants(list_path: Path) -> list[str]:
 def check(lists: list[Path]) -> int:
     status = 0
     for list_path in lists:
-        problems = stale_mutants(list_path)
-        count = len(runpy.run_path(str(list_path)).get("MUTANTS", []))
+        spec = runpy.run_path(str(list_path))
+        problems = stale_mutants(spec)
+        count = len(spec.get("MUTANTS", []))
         print(f"{list_path}: {count} mutants, {'all apply' if not problems else f'{len(problems)} problems'}")
         for problem in problems:
             print(f"  {problem}")
